@@ -1,0 +1,64 @@
+// The public C++ API (include/torchtpu/torchtpu.h) over the runtime.
+#include <torchtpu/torchtpu.h>
+
+#include "runtime/Allocator.h"
+#include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/Metrics.h"
+#include "runtime/Stream.h"
+
+#include <c10/core/DeviceType.h>
+
+namespace torchtpu {
+namespace {
+
+using c10::CachingAllocator::StatType;
+
+// The device is called "tpu" from the moment the library is loaded, for C++ programs and Python
+// alike (Python's rename_privateuse1_backend("tpu") then finds the same name already set).
+const bool named = [] {
+  c10::register_privateuse1_backend("tpu");
+  return true;
+}();
+
+c10::CachingAllocator::Stat aggregate(const c10::CachingAllocator::StatArray& array) {
+  return array[static_cast<size_t>(StatType::AGGREGATE)];
+}
+
+}  // namespace
+
+int init() { return device_count(); }
+
+int device_count() { return runtime::device_count(); }
+
+std::string chip_name() { return runtime::current_chip().name; }
+
+int64_t hbm_capacity_bytes() { return runtime::hbm_capacity_bytes(); }
+
+void synchronize(int device) {
+  runtime::synchronize_device(device < 0 ? runtime::current_device()
+                                         : static_cast<c10::DeviceIndex>(device));
+}
+
+std::map<std::string, int64_t> native_op_counts() {
+  return runtime::metrics::snapshot(runtime::metrics::Category::op);
+}
+std::map<std::string, int64_t> fallback_counts() {
+  return runtime::metrics::snapshot(runtime::metrics::Category::fallback);
+}
+std::map<std::string, int64_t> counters() {
+  return runtime::metrics::snapshot(runtime::metrics::Category::counter);
+}
+void reset_metrics() { runtime::metrics::reset(); }
+
+int64_t memory_allocated(int device) {
+  return aggregate(runtime::allocator().getDeviceStats(device).allocated_bytes).current;
+}
+int64_t memory_reserved(int device) {
+  return aggregate(runtime::allocator().getDeviceStats(device).reserved_bytes).current;
+}
+int64_t max_memory_allocated(int device) {
+  return aggregate(runtime::allocator().getDeviceStats(device).allocated_bytes).peak;
+}
+
+}  // namespace torchtpu

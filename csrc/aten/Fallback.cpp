@@ -1,0 +1,167 @@
+// The CPU fallback for every aten op without a native TPU kernel.
+//
+// It checks that the op's tensors are on one device (as CUDA kernels do), counts the op in
+// torchtpu.metrics, warns once per op, lends the device generator to random ops, and runs the
+// CPU kernel through at::native::cpu_fallback (inputs copied to the host, outputs copied back).
+// TORCHTPU_FALLBACK=error (or torchtpu.set_fallback_mode("error")) turns it into an error.
+#include "aten/Fallback.h"
+
+#include "runtime/Device.h"
+#include "runtime/Env.h"
+#include "runtime/Generator.h"
+#include "runtime/Log.h"
+#include "runtime/Metrics.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
+namespace torchtpu::aten {
+namespace {
+
+FallbackMode mode_from_env() {
+  auto v = runtime::env::get("TORCHTPU_FALLBACK").value_or("warn");
+  if (v == "warn") return FallbackMode::warn;
+  if (v == "error") return FallbackMode::error;
+  if (v == "silent") return FallbackMode::silent;
+  runtime::log::warn("TORCHTPU_FALLBACK='" + v + "' is not one of warn, error, silent; using warn");
+  return FallbackMode::warn;
+}
+
+std::atomic<FallbackMode>& mode_slot() {
+  static std::atomic<FallbackMode> mode{mode_from_env()};
+  return mode;
+}
+
+std::string op_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
+
+bool first_time(const std::string& name) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> seen;
+  std::lock_guard<std::mutex> lock(mutex);
+  return seen.insert(name).second;
+}
+
+// The device of the op, from its tensor arguments, with CUDA's rule: all tensors on one device,
+// except 0-dim CPU tensors, which act as scalars.
+std::optional<c10::Device> common_device(const std::string& name,
+                                         c10::ArrayRef<c10::IValue> args) {
+  std::optional<c10::Device> tpu;
+  std::optional<c10::Device> cpu_nonscalar;
+  auto visit = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    const auto d = t.device();
+    if (d.is_privateuseone()) {
+      TORCH_CHECK(!tpu || *tpu == d,
+                  "Expected all tensors to be on the same device, but found at least two "
+                  "devices, ", *tpu, " and ", d, "! (in ", name, ")");
+      tpu = d;
+    } else if (!(d.is_cpu() && t.dim() == 0)) {
+      cpu_nonscalar = d;
+    }
+  };
+  for (const auto& arg : args) {
+    if (arg.isTensor()) {
+      visit(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      for (const at::Tensor& t : arg.toTensorList()) visit(t);
+    } else if (arg.isList()) {
+      for (const c10::IValue& item : arg.toListRef()) {
+        if (item.isTensor()) visit(item.toTensor());
+      }
+    }
+  }
+  TORCH_CHECK(!(tpu && cpu_nonscalar),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *tpu, " and ", *cpu_nonscalar, "! (in ", name, ")");
+  if (!tpu) {
+    for (const auto& arg : args) {
+      if (arg.isDevice() && arg.toDevice().is_privateuseone()) return arg.toDevice();
+    }
+  }
+  return tpu;
+}
+
+bool is_generator_argument(const c10::Argument& argument) {
+  auto type = argument.type();
+  if (type->kind() == c10::TypeKind::OptionalType) {
+    type = type->castRaw<c10::OptionalType>()->getElementType();
+  }
+  return type->kind() == c10::TypeKind::GeneratorType;
+}
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = op_name(op);
+  const auto& schema_args = op.schema().arguments();
+  const size_t num_args = schema_args.size();
+  auto args = torch::jit::last(*stack, num_args);
+  const auto device = common_device(name, args);
+
+  const FallbackMode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      mode != FallbackMode::error, "The operator '", name,
+      "' has no native TPU kernel and the CPU fallback is disabled (TORCHTPU_FALLBACK=error). "
+      "Move its inputs to the CPU for this op, or allow the fallback with "
+      "torchtpu.set_fallback_mode(\"warn\").");
+  runtime::metrics::count_fallback(name);
+  if (mode == FallbackMode::warn && first_time(name)) {
+    TORCH_WARN("The operator '", name,
+               "' has no native TPU kernel yet and runs on the CPU through the fallback, with "
+               "copies to and from the device. It is counted in torchtpu.metrics; "
+               "TORCHTPU_FALLBACK=error makes it an error. (Warned once per operator.)");
+  }
+
+  // Random ops: lend the device generator (the one given, or the device's default) to the CPU
+  // kernel as a CPU generator, and take its advanced state back afterwards.
+  std::vector<std::pair<at::Generator, at::Generator>> lent;  // (device generator, host copy)
+  const size_t base = stack->size() - num_args;
+  for (size_t i = 0; i < num_args; ++i) {
+    if (!is_generator_argument(schema_args[i])) continue;
+    c10::IValue& slot = (*stack)[base + i];
+    at::Generator gen;
+    if (slot.isGenerator()) {
+      gen = slot.toGenerator();
+      if (!gen.device().is_privateuseone()) continue;  // a CPU generator: the CPU kernel checks it
+    } else {
+      gen = runtime::default_generator(device ? device->index() : runtime::current_device());
+    }
+    auto* impl = at::check_generator<runtime::GeneratorImpl>(gen);
+    gen.mutex().lock();
+    at::Generator host = impl->host_copy();
+    slot = c10::IValue(host);
+    lent.emplace_back(gen, host);
+  }
+  auto give_back = [&] {
+    for (auto& [gen, host] : lent) {
+      gen.get<runtime::GeneratorImpl>()->assign_from_host(host);
+      gen.mutex().unlock();
+    }
+    lent.clear();
+  };
+  try {
+    at::native::cpu_fallback(op, stack);
+  } catch (...) {
+    give_back();
+    throw;
+  }
+  give_back();
+}
+
+}  // namespace
+
+FallbackMode fallback_mode() { return mode_slot().load(std::memory_order_relaxed); }
+
+void set_fallback_mode(FallbackMode mode) { mode_slot().store(mode); }
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
+
+}  // namespace torchtpu::aten

@@ -1,0 +1,291 @@
+// Native PrivateUse1 kernels of the runtime layer: factories, copies, views, scalar reads, fills
+// and the random fills that use the device generator. Every other aten op reaches the CPU
+// fallback (Fallback.cpp) until it has a kernel of its own.
+#include "aten/HostAlias.h"
+#include "runtime/Allocator.h"
+#include "runtime/Device.h"
+#include "runtime/Generator.h"
+#include "runtime/Metrics.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <mutex>
+
+namespace torchtpu::aten {
+namespace {
+
+using runtime::metrics::count;
+using runtime::metrics::count_op;
+
+void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
+              "The TPU device supports only strided tensors, not ", c10::layout_or_default(layout));
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory),
+              "Only CPU tensors can be pinned; pin_memory=True is not valid with device 'tpu'");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Factories
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                               std::optional<c10::MemoryFormat> memory_format) {
+  count_op("aten::empty.memory_format");
+  check_options(layout, pin_memory);
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  return at::detail::empty_generic(size, &runtime::allocator(),
+                                   c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                         std::optional<c10::Device> device, std::optional<bool> pin_memory) {
+  count_op("aten::empty_strided");
+  check_options(layout, pin_memory);
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  return at::detail::empty_strided_generic(size, stride, &runtime::allocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           c10::dtype_or_default(dtype));
+}
+
+at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
+                       at::Tensor& out) {
+  count_op("aten::arange.start_out");
+  // Computed on the host, where the length and rounding rules live, then written in place.
+  auto host = at::empty({0}, out.options().device(at::kCPU));
+  at::arange_out(host, start, end, step);
+  const c10::DeviceGuard guard(out.device());
+  at::native::resize_(out, host.sizes(), std::nullopt);
+  host_alias(out).copy_(host);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies: every direction, dtype and layout. The host kernel does the conversion; bytes moved
+// are counted per direction.
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  count_op("aten::_copy_from");
+  TORCH_CHECK(self.defined(), "Source tensor (self) is not defined.");
+  TORCH_CHECK(dst.defined(), "Destination tensor (dst) is not defined.");
+  const bool src_tpu = self.device().is_privateuseone();
+  const bool dst_tpu = dst.device().is_privateuseone();
+  TORCH_CHECK(src_tpu || self.device().is_cpu(), "Copies to a TPU tensor from device ",
+              self.device(), " are not supported; move the tensor to the CPU first.");
+  TORCH_CHECK(dst_tpu || dst.device().is_cpu(), "Copies from a TPU tensor to device ",
+              dst.device(), " are not supported; copy to the CPU first.");
+  const int64_t bytes = dst.numel() * dst.element_size();
+  if (src_tpu && dst_tpu) {
+    count("transfer.device_to_device_bytes", bytes);
+  } else if (dst_tpu) {
+    count("transfer.host_to_device_bytes", bytes);
+  } else {
+    count("transfer.device_to_host_bytes", bytes);
+  }
+  if (dst.numel() == 0) return dst;
+  at::Tensor dst_host = dst_tpu ? host_alias(dst) : dst;
+  at::Tensor src_host = src_tpu ? host_alias(self) : self;
+  at::native::copy_(dst_host, src_host, non_blocking);
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  count_op("aten::_copy_from_and_resize");
+  {
+    const c10::DeviceGuard guard(dst.device());
+    at::native::resize_(dst, self.sizes(), std::nullopt);
+  }
+  return copy_from(self, dst, false);
+}
+
+at::Scalar _local_scalar_dense(const at::Tensor& self) {
+  count_op("aten::_local_scalar_dense");
+  count("transfer.device_to_host_bytes", self.element_size());
+  return at::native::_local_scalar_dense_cpu(host_alias(self));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views and storage
+
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
+                      c10::SymIntArrayRef stride, std::optional<c10::SymInt> storage_offset) {
+  count_op("aten::as_strided");
+  return at::cpu::as_strided_symint(self, size, stride, storage_offset);
+}
+
+at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  count_op("aten::view");
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor _reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
+                          c10::SymIntArrayRef stride) {
+  count_op("aten::_reshape_alias");
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+                                    C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
+                          std::optional<at::MemoryFormat> memory_format) {
+  count_op("aten::resize_");
+  const c10::DeviceGuard guard(self.device());  // new storage goes to self's device
+  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+}
+
+at::Tensor& set_source_Tensor_(at::Tensor& self, const at::Tensor& source) {
+  count_op("aten::set_.source_Tensor");
+  return at::native::set_tensor_(self, source);
+}
+
+at::Tensor& set_source_Storage_(at::Tensor& self, at::Storage source) {
+  count_op("aten::set_.source_Storage");
+  return at::native::set_(self, source);
+}
+
+at::Tensor& set_source_Storage_storage_offset_(at::Tensor& self, at::Storage storage,
+                                               c10::SymInt storage_offset,
+                                               c10::SymIntArrayRef size,
+                                               c10::SymIntArrayRef stride) {
+  count_op("aten::set_.source_Storage_storage_offset");
+  return at::cpu::set__symint(self, storage, storage_offset, size, stride);
+}
+
+at::Tensor& set_(at::Tensor& self) {
+  count_op("aten::set_");
+  const c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, &runtime::allocator(), true);
+  return at::native::set_(self, storage);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fills
+
+void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0,
+              "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  TORCH_CHECK(value.device() == self.device() || value.device().is_cpu(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              self.device(), " and ", value.device(), "!");
+}
+
+at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
+  count_op("aten::fill_.Scalar");
+  host_alias(self).fill_(value);
+  return self;
+}
+
+at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
+  count_op("aten::fill_.Tensor");
+  check_scalar_operand(self, value);
+  host_alias(self).fill_(value.is_cpu() ? value.item() : host_alias(value).item());
+  return self;
+}
+
+at::Tensor& zero_(at::Tensor& self) {
+  count_op("aten::zero_");
+  host_alias(self).zero_();
+  return self;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random fills with the device generator (see runtime/Generator.h).
+
+template <typename Fill>
+at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& gen, Fill&& fill) {
+  at::Generator g = gen.has_value() && gen->defined()
+                        ? *gen
+                        : runtime::default_generator(self.device().index());
+  auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
+  std::lock_guard<std::mutex> lock(g.mutex());
+  at::Generator host = impl->host_copy();
+  auto alias = host_alias(self);
+  fill(alias, host);
+  impl->assign_from_host(host);
+  return self;
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  count_op("aten::normal_");
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.normal_(mean, std, g); });
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  count_op("aten::uniform_");
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.uniform_(from, to, g); });
+}
+
+at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  count_op("aten::bernoulli_.float");
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.bernoulli_(p, g); });
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  count_op("aten::random_");
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(g); });
+}
+
+at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  count_op("aten::random_.to");
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(to, g); });
+}
+
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                         std::optional<at::Generator> gen) {
+  count_op("aten::random_.from");
+  return random_fill(self, gen,
+                     [&](at::Tensor& t, at::Generator& g) { t.random_(from, to, g); });
+}
+
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  count_op("aten::exponential_");
+  return random_fill(self, gen,
+                     [&](at::Tensor& t, at::Generator& g) { t.exponential_(lambd, g); });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("arange.start_out", arange_out);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", _local_scalar_dense);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", _reshape_alias);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Tensor", set_source_Tensor_);
+  m.impl("set_.source_Storage", set_source_Storage_);
+  m.impl("set_.source_Storage_storage_offset", set_source_Storage_storage_offset_);
+  m.impl("set_", set_);
+  m.impl("fill_.Scalar", fill_scalar_);
+  m.impl("fill_.Tensor", fill_tensor_);
+  m.impl("zero_", zero_);
+  m.impl("normal_", normal_);
+  m.impl("uniform_", uniform_);
+  m.impl("bernoulli_.float", bernoulli_float_);
+  m.impl("random_", random_);
+  m.impl("random_.to", random_to_);
+  m.impl("random_.from", random_from_);
+  m.impl("exponential_", exponential_);
+}
+
+}  // namespace torchtpu::aten

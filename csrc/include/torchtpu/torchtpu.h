@@ -1,0 +1,44 @@
+#pragma once
+// torchtpu's public C++ API for LibTorch programs.
+//
+// Linking libtorchtpu registers the "tpu" device with PyTorch (PrivateUse1 renamed to "tpu"),
+// its allocator, guard, hooks, generator, kernels and CPU fallback. Call torchtpu::init() once
+// (it also makes sure the linker keeps the library), then use torch::Device("tpu:0") as any
+// other device.
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace torchtpu {
+
+// Registers everything; idempotent. Returns the number of simulated devices.
+int init();
+
+// Number of simulated TPU devices (TORCHTPU_NUM_DEVICES, default 4).
+int device_count();
+
+// The simulated chip generation ("v5e", ...; TORCHTPU_CHIP) and its HBM capacity per device.
+std::string chip_name();
+int64_t hbm_capacity_bytes();
+
+// Waits for all work queued on a device (-1: the current device).
+void synchronize(int device = -1);
+
+// Counters of torchtpu.metrics: native ops, CPU fallbacks, and other counters, by name.
+std::map<std::string, int64_t> native_op_counts();
+std::map<std::string, int64_t> fallback_counts();
+std::map<std::string, int64_t> counters();
+void reset_metrics();
+
+// Bytes allocated / reserved / peak allocated on a device by the simulated HBM allocator.
+int64_t memory_allocated(int device);
+int64_t memory_reserved(int device);
+int64_t max_memory_allocated(int device);
+
+inline c10::Device device(int index = 0) {
+  return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index));
+}
+
+}  // namespace torchtpu

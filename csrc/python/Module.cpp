@@ -1,0 +1,116 @@
+// torchtpu._C: thin Python bindings over libtorchtpu. No logic lives here that a C++ program
+// would miss; the Python package (torchtpu/) builds the device module on top of these.
+#include "aten/Fallback.h"
+#include "runtime/Allocator.h"
+#include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/Generator.h"
+#include "runtime/Metrics.h"
+#include "runtime/Stream.h"
+
+#include <ATen/Context.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/utils/pybind.h>
+
+namespace py = pybind11;
+
+namespace torchtpu::python {
+namespace {
+
+using runtime::metrics::Category;
+
+py::dict chip_dict(const runtime::ChipSpec& c) {
+  py::dict d;
+  d["name"] = c.name;
+  d["mxu_dim"] = c.mxu_dim;
+  d["mxus_per_core"] = c.mxus_per_core;
+  d["tensor_cores"] = c.tensor_cores;
+  d["bf16_flops"] = c.bf16_flops;
+  d["int8_ops"] = c.int8_ops;
+  d["hbm_bytes"] = c.hbm_bytes;
+  d["hbm_bytes_per_s"] = c.hbm_bytes_per_s;
+  d["vmem_bytes"] = c.vmem_bytes;
+  d["vpu_sublanes"] = c.vpu_sublanes;
+  d["vpu_lanes"] = c.vpu_lanes;
+  d["source"] = c.source;
+  return d;
+}
+
+Category category_of(const std::string& name) {
+  if (name == "op") return Category::op;
+  if (name == "fallback") return Category::fallback;
+  TORCH_CHECK(name == "counter", "unknown metrics category '", name, "'");
+  return Category::counter;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torchtpu native bindings";
+
+  m.def("_init", [] {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
+  });
+  m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_get_default_generator", [](int index) {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(runtime::default_generator(index)));
+  });
+
+  m.def("device_count", [] { return int(runtime::device_count()); });
+  m.def("current_device", [] { return int(runtime::current_device()); });
+  m.def("set_device", [](int index) {
+    if (index >= 0) runtime::set_device(static_cast<c10::DeviceIndex>(index));
+  });
+  m.def("exchange_device", [](int index) {
+    if (index < 0) return -1;
+    return int(runtime::exchange_device(static_cast<c10::DeviceIndex>(index)));
+  });
+  m.def("synchronize", [](int index) {
+    py::gil_scoped_release no_gil;
+    runtime::synchronize_device(index < 0 ? runtime::current_device()
+                                          : static_cast<c10::DeviceIndex>(index));
+  });
+
+  m.def("chip", [] { return chip_dict(runtime::current_chip()); });
+  m.def("all_chips", [] {
+    py::list out;
+    for (const auto& c : runtime::all_chips()) out.append(chip_dict(c));
+    return out;
+  });
+  m.def("hbm_capacity_bytes", [] { return runtime::hbm_capacity_bytes(); });
+  m.def("empty_cache_device", [](int index) {
+    runtime::allocator().empty_cache(static_cast<c10::DeviceIndex>(index));
+  });
+
+  m.def("metrics_snapshot", [](const std::string& category) {
+    return runtime::metrics::snapshot(category_of(category));
+  });
+  m.def("metrics_reset", [] { runtime::metrics::reset(); });
+
+  m.def("set_fallback_mode", [](const std::string& mode) {
+    if (mode == "warn") {
+      aten::set_fallback_mode(aten::FallbackMode::warn);
+    } else if (mode == "error") {
+      aten::set_fallback_mode(aten::FallbackMode::error);
+    } else if (mode == "silent") {
+      aten::set_fallback_mode(aten::FallbackMode::silent);
+    } else {
+      throw py::value_error("fallback mode must be 'warn', 'error' or 'silent', not '" + mode +
+                            "'");
+    }
+  });
+  m.def("get_fallback_mode", [] {
+    switch (aten::fallback_mode()) {
+      case aten::FallbackMode::warn: return "warn";
+      case aten::FallbackMode::error: return "error";
+      case aten::FallbackMode::silent: return "silent";
+    }
+    return "warn";
+  });
+}
+
+}  // namespace torchtpu::python

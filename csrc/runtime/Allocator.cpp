@@ -1,0 +1,326 @@
+#include "runtime/Allocator.h"
+
+#include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/Log.h"
+#include "runtime/Metrics.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace torchtpu::runtime {
+namespace {
+
+using c10::CachingAllocator::StatType;
+
+struct Block {
+  c10::DeviceIndex device;
+  size_t size;       // rounded size, what the block reserves
+  size_t requested;  // bytes asked for
+  bool allocated;
+};
+
+struct DeviceState {
+  std::multimap<size_t, void*> cached;  // free blocks by rounded size
+  Allocator::DeviceStats stats;
+  size_t reserved = 0;
+  size_t allocated = 0;
+};
+
+// All state behind one mutex. Leaked on purpose: tensors may be freed during static destruction.
+struct State {
+  std::recursive_mutex mutex;
+  std::unordered_map<void*, Block> blocks;  // every block, allocated or cached
+  std::map<uintptr_t, void*> by_address;    // for device_of() on interior pointers
+  std::vector<DeviceState> devices;
+};
+
+State& state() {
+  static auto* s = [] {
+    auto* st = new State();
+    st->devices.resize(std::max<int>(device_count(), 1));
+    return st;
+  }();
+  return *s;
+}
+
+StatType pool_of(size_t rounded) {
+  return rounded <= Allocator::kSmallLimit ? StatType::SMALL_POOL : StatType::LARGE_POOL;
+}
+
+void update(c10::CachingAllocator::StatArray& stat, StatType pool, int64_t delta) {
+  for (auto type : {StatType::AGGREGATE, pool}) {
+    auto& s = stat[static_cast<size_t>(type)];
+    if (delta >= 0) s.increase(delta); else s.decrease(-delta);
+  }
+}
+
+std::string format_bytes(size_t bytes) {
+  char buffer[64];
+  if (bytes >= (size_t(1) << 30)) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f GiB", bytes / double(size_t(1) << 30));
+  } else if (bytes >= (size_t(1) << 20)) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", bytes / double(size_t(1) << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f KiB", bytes / 1024.0);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%zu bytes", bytes);
+  }
+  return buffer;
+}
+
+// Releases every cached block of a device. Caller holds the mutex.
+void release_cached(State& s, c10::DeviceIndex device) {
+  auto& d = s.devices[device];
+  for (auto& [size, ptr] : d.cached) {
+    update(d.stats.reserved_bytes, pool_of(size), -int64_t(size));
+    update(d.stats.segment, pool_of(size), -1);
+    d.stats.num_device_free++;
+    d.reserved -= size;
+    s.blocks.erase(ptr);
+    s.by_address.erase(reinterpret_cast<uintptr_t>(ptr));
+    std::free(ptr);
+  }
+  d.cached.clear();
+}
+
+void delete_block(void* ptr) {
+  if (ptr == nullptr) return;
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto it = s.blocks.find(ptr);
+  TORCH_INTERNAL_ASSERT(it != s.blocks.end() && it->second.allocated,
+                        "torchtpu allocator: freeing a pointer it does not own");
+  Block& b = it->second;
+  auto& d = s.devices[b.device];
+  auto pool = pool_of(b.size);
+  update(d.stats.allocation, pool, -1);
+  update(d.stats.active, pool, -1);
+  update(d.stats.allocated_bytes, pool, -int64_t(b.size));
+  update(d.stats.active_bytes, pool, -int64_t(b.size));
+  update(d.stats.requested_bytes, pool, -int64_t(b.requested));
+  d.allocated -= b.size;
+  b.allocated = false;
+  d.cached.emplace(b.size, ptr);
+}
+
+}  // namespace
+
+size_t Allocator::round_size(size_t bytes) {
+  if (bytes <= kMinBlock) return kMinBlock;
+  if (bytes <= kSmallLimit) return (bytes + kMinBlock - 1) / kMinBlock * kMinBlock;
+  return (bytes + kLargeRound - 1) / kLargeRound * kLargeRound;
+}
+
+c10::DataPtr Allocator::allocate(size_t bytes) { return allocate_on(current_device(), bytes); }
+
+c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
+  check_device_index(device);
+  const c10::Device where = tpu_device(device);
+  if (bytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_block, where);
+
+  const size_t rounded = round_size(bytes);
+  const auto pool = pool_of(rounded);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto& d = s.devices[device];
+
+  void* ptr = nullptr;
+  auto cached = d.cached.find(rounded);
+  if (cached != d.cached.end()) {
+    ptr = cached->second;
+    d.cached.erase(cached);
+  } else {
+    const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
+    if (d.reserved + rounded > capacity && !d.cached.empty()) {
+      d.stats.num_alloc_retries++;
+      release_cached(s, device);
+    }
+    if (d.reserved + rounded <= capacity) {
+      ptr = std::aligned_alloc(64, rounded);
+    }
+    if (ptr == nullptr) {
+      d.stats.num_ooms++;
+      metrics::count("allocator.out_of_memory");
+      const size_t free_bytes = capacity > d.reserved ? capacity - d.reserved : 0;
+      TORCH_CHECK_WITH(
+          OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_bytes(bytes),
+          ". TPU ", int(device), " (simulated ", current_chip().name,
+          " HBM) has a total capacity of ", format_bytes(capacity), " of which ",
+          format_bytes(free_bytes), " is free. Of the allocated memory ",
+          format_bytes(d.allocated), " is allocated by PyTorch, and ",
+          format_bytes(d.reserved - d.allocated),
+          " is reserved by PyTorch but unallocated. Free tensors you no longer need, use smaller "
+          "batches, or simulate a larger HBM with TORCHTPU_HBM_BYTES (or another chip with "
+          "TORCHTPU_CHIP).",
+          free_bytes >= rounded ? " (The host could not provide the memory.)" : "");
+    }
+    update(d.stats.reserved_bytes, pool, int64_t(rounded));
+    update(d.stats.segment, pool, 1);
+    d.stats.num_device_alloc++;
+    d.reserved += rounded;
+    s.by_address[reinterpret_cast<uintptr_t>(ptr)] = ptr;
+  }
+  s.blocks[ptr] = Block{device, rounded, bytes, true};
+  update(d.stats.allocation, pool, 1);
+  update(d.stats.active, pool, 1);
+  update(d.stats.allocated_bytes, pool, int64_t(rounded));
+  update(d.stats.active_bytes, pool, int64_t(rounded));
+  update(d.stats.requested_bytes, pool, int64_t(bytes));
+  d.allocated += rounded;
+  return c10::DataPtr(ptr, ptr, &delete_block, where);
+}
+
+c10::DeleterFnPtr Allocator::raw_deleter() const { return &delete_block; }
+
+void Allocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  std::memcpy(dest, src, count);
+}
+
+void Allocator::emptyCache(c10::MempoolId_t) {
+  for (c10::DeviceIndex i = 0; i < device_count(); ++i) empty_cache(i);
+}
+
+void Allocator::empty_cache(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  release_cached(s, device);
+}
+
+void Allocator::recordStream(const c10::DataPtr&, c10::Stream) {
+  // Kernels run in stream order on the host and a block is only recycled after its owner
+  // freed it on the host, so there is nothing to delay yet. Asynchronous execution (strict
+  // eager) must revisit this.
+}
+
+Allocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  return s.devices[device].stats;
+}
+
+void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto& st = s.devices[device].stats;
+  for (auto* array : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
+                      &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
+                      &st.inactive_split_bytes, &st.requested_bytes}) {
+    for (auto& stat : *array) stat.reset_accumulated();
+  }
+  st.num_alloc_retries = 0;
+  st.num_ooms = 0;
+  st.num_device_alloc = 0;
+  st.num_device_free = 0;
+}
+
+void Allocator::resetPeakStats(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto& st = s.devices[device].stats;
+  for (auto* array : {&st.allocation, &st.segment, &st.active, &st.inactive_split,
+                      &st.allocated_bytes, &st.reserved_bytes, &st.active_bytes,
+                      &st.inactive_split_bytes, &st.requested_bytes}) {
+    for (auto& stat : *array) stat.reset_peak();
+  }
+}
+
+std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
+  const size_t reserved = s.devices[device].reserved;
+  return {capacity > reserved ? capacity - reserved : 0, capacity};
+}
+
+c10::DeviceIndex Allocator::device_of(const void* ptr) const {
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  auto it = s.by_address.upper_bound(address);
+  if (it == s.by_address.begin()) return -1;
+  --it;
+  const Block& b = s.blocks.at(it->second);
+  if (address >= it->first + b.size) return -1;
+  return b.device;
+}
+
+Allocator& allocator() {
+  static Allocator instance;
+  return instance;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pinned host memory.
+namespace {
+
+struct PinnedState {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> blocks;
+};
+
+PinnedState& pinned_state() {
+  static auto* s = new PinnedState();
+  return *s;
+}
+
+void delete_pinned(void* ptr) {
+  if (ptr == nullptr) return;
+  auto& s = pinned_state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.blocks.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+  std::free(ptr);
+}
+
+class PinnedAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t bytes) override {
+    if (bytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_pinned, c10::Device(c10::kCPU));
+    void* ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "Could not allocate ", bytes,
+                     " bytes of pinned host memory");
+    auto& s = pinned_state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.blocks[reinterpret_cast<uintptr_t>(ptr)] = bytes;
+    return c10::DataPtr(ptr, ptr, &delete_pinned, c10::Device(c10::kCPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_pinned; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+};
+
+}  // namespace
+
+c10::Allocator& pinned_allocator() {
+  static PinnedAllocator instance;
+  return instance;
+}
+
+bool is_pinned_ptr(const void* ptr) {
+  auto& s = pinned_state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  auto it = s.blocks.upper_bound(address);
+  if (it == s.blocks.begin()) return false;
+  --it;
+  return address < it->first + it->second;
+}
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator());
+
+}  // namespace torchtpu::runtime

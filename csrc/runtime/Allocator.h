@@ -1,0 +1,62 @@
+#pragma once
+// The simulated HBM: a caching c10::DeviceAllocator registered for PrivateUse1.
+//
+// Each device has a capacity (the chip's HBM, or TORCHTPU_HBM_BYTES). Blocks are real host
+// memory. Freed blocks stay cached ("reserved") for reuse by a later request of the same size
+// class, as CUDA's caching allocator does; reserved bytes count against the capacity. When a
+// request does not fit, the cache of that device is released and the request retried; if it
+// still does not fit, c10::OutOfMemoryError (torch.OutOfMemoryError) is raised with a message
+// in the style of CUDA's, and nothing already allocated is touched.
+//
+// Size classes: requests are rounded up to 512 bytes up to 1 MiB (the "small pool"), and to
+// 2 MiB above (the "large pool"). A cached block is reused only for the same rounded size, so
+// no block is split and the waste per live block is below one rounding step.
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace torchtpu::runtime {
+
+class Allocator final : public c10::DeviceAllocator {
+ public:
+  using DeviceStats = c10::CachingDeviceAllocator::DeviceStats;
+
+  static constexpr size_t kMinBlock = 512;
+  static constexpr size_t kSmallLimit = size_t(1) << 20;
+  static constexpr size_t kLargeRound = size_t(2) << 20;
+  static size_t round_size(size_t bytes);
+
+  // c10::Allocator
+  c10::DataPtr allocate(size_t bytes) override;
+  c10::DeleterFnPtr raw_deleter() const override;
+  void copy_data(void* dest, const void* src, std::size_t count) const override;
+
+  // c10::DeviceAllocator
+  bool initialized() override { return true; }
+  void emptyCache(c10::MempoolId_t mempool_id = {0, 0}) override;
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override;
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override;
+  void resetAccumulatedStats(c10::DeviceIndex device) override;
+  void resetPeakStats(c10::DeviceIndex device) override;
+  // (free, total): free is capacity minus reserved bytes.
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
+
+  // Allocates on an explicit device (allocate() uses the current device).
+  c10::DataPtr allocate_on(c10::DeviceIndex device, size_t bytes);
+  // Releases the cached blocks of one device.
+  void empty_cache(c10::DeviceIndex device);
+  // The device owning a pointer from this allocator (any pointer inside a live block), or -1.
+  c10::DeviceIndex device_of(const void* ptr) const;
+};
+
+// The registered instance.
+Allocator& allocator();
+
+// Host memory handed out for pin_memory(): ordinary host memory, remembered so that
+// is_pinned() can answer.
+c10::Allocator& pinned_allocator();
+bool is_pinned_ptr(const void* ptr);
+
+}  // namespace torchtpu::runtime

@@ -1,0 +1,45 @@
+#include "runtime/ChipSpec.h"
+
+#include "runtime/Env.h"
+
+namespace torchtpu::runtime {
+namespace {
+constexpr int64_t GiB = int64_t(1) << 30;
+constexpr int64_t MiB = int64_t(1) << 20;
+}  // namespace
+
+const std::vector<ChipSpec>& all_chips() {
+  // Figures from Google Cloud's public TPU system-architecture pages (cloud.google.com/tpu/docs:
+  // "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e (Trillium)", "TPU7x (Ironwood)"), as collected in
+  // DESIGN.md 4.1.
+  static const std::vector<ChipSpec> chips = {
+      {"v4", 128, 4, 2, 275e12, 275e12, 32 * GiB, 1.2e12, 16 * MiB, 8, 128,
+       "cloud.google.com/tpu/docs/v4"},
+      {"v5e", 128, 4, 1, 197e12, 394e12, 16 * GiB, 819e9, 128 * MiB, 8, 128,
+       "cloud.google.com/tpu/docs/v5e"},
+      {"v5p", 128, 4, 2, 459e12, 918e12, 95 * GiB, 2.765e12, 64 * MiB, 8, 128,
+       "cloud.google.com/tpu/docs/v5p"},
+      {"v6e", 256, 2, 1, 918e12, 1836e12, 32 * GiB, 1.64e12, 128 * MiB, 8, 128,
+       "cloud.google.com/tpu/docs/v6e"},
+      {"v7", 256, 2, 2, 2307e12, 4614e12, 192 * GiB, 7.38e12, 64 * MiB, 8, 128,
+       "cloud.google.com/tpu/docs/tpu7x"},
+  };
+  return chips;
+}
+
+const ChipSpec& chip_by_name(const std::string& name) {
+  std::string known;
+  for (const auto& chip : all_chips()) {
+    if (chip.name == name) return chip;
+    known += (known.empty() ? "" : ", ") + chip.name;
+  }
+  TORCH_CHECK(false, "Unknown TPU chip '", name, "'. Known chips: ", known,
+              ". Set TORCHTPU_CHIP to one of them.");
+}
+
+const ChipSpec& current_chip() {
+  static const ChipSpec& chip = chip_by_name(env::get("TORCHTPU_CHIP").value_or("v5e"));
+  return chip;
+}
+
+}  // namespace torchtpu::runtime

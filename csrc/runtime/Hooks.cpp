@@ -1,0 +1,122 @@
+// The PrivateUse1 hooks (generators, pointers, pinned memory, storage resize) and the generator.
+#include "runtime/Allocator.h"
+#include "runtime/Device.h"
+#include "runtime/Generator.h"
+
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/StorageImpl.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace torchtpu::runtime {
+
+// ---------------------------------------------------------------------------------------------
+// Generator
+
+GeneratorImpl::GeneratorImpl(c10::DeviceIndex device, uint64_t seed) : CPUGeneratorImpl(seed) {
+  device_ = tpu_device(device);
+  key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
+}
+
+GeneratorImpl* GeneratorImpl::clone_impl() const {
+  auto* copy = new GeneratorImpl(device_.index());
+  copy->assign_from_host(host_copy());
+  return copy;
+}
+
+at::Generator GeneratorImpl::host_copy() const {
+  auto* self = const_cast<GeneratorImpl*>(this);
+  auto host = at::make_generator<at::CPUGeneratorImpl>(current_seed());
+  auto* impl = host.get<at::CPUGeneratorImpl>();
+  impl->set_engine(self->engine());
+  impl->set_next_float_normal_sample(self->next_float_normal_sample());
+  impl->set_next_double_normal_sample(self->next_double_normal_sample());
+  return host;
+}
+
+void GeneratorImpl::assign_from_host(const at::Generator& host) {
+  auto* impl = host.get<at::CPUGeneratorImpl>();
+  set_engine(impl->engine());
+  set_next_float_normal_sample(impl->next_float_normal_sample());
+  set_next_double_normal_sample(impl->next_double_normal_sample());
+}
+
+const at::Generator& default_generator(c10::DeviceIndex device) {
+  static std::vector<at::Generator> generators = [] {
+    std::vector<at::Generator> gens;
+    for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
+      gens.push_back(at::make_generator<GeneratorImpl>(i));
+    }
+    return gens;
+  }();
+  if (device < 0) device = current_device();
+  check_device_index(device);
+  return generators[device];
+}
+
+at::Generator new_generator(c10::DeviceIndex device) {
+  if (device < 0) device = current_device();
+  check_device_index(device);
+  return at::make_generator<GeneratorImpl>(device);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hooks
+
+namespace {
+
+struct Hooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return device_count() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex device_index) const override { return true; }
+  void init() const override {}
+
+  c10::DeviceIndex deviceCount() const override { return device_count(); }
+  void setCurrentDevice(c10::DeviceIndex device) const override { set_device(device); }
+  c10::DeviceIndex getCurrentDevice() const override { return current_device(); }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {
+    return exchange_device(device);
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override {
+    return exchange_device(device);
+  }
+
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device_index) const override {
+    return default_generator(device_index);
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex device_index) const override {
+    return new_generator(device_index);
+  }
+
+  at::Device getDeviceFromPtr(void* data) const override {
+    auto device = allocator().device_of(data);
+    TORCH_CHECK(device >= 0, "The pointer ", data, " was not allocated on a TPU device");
+    return tpu_device(device);
+  }
+
+  bool isPinnedPtr(const void* data) const override { return is_pinned_ptr(data); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator(); }
+
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override {
+    auto* impl = storage.unsafeGetStorageImpl();
+    TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
+    const size_t old_bytes = impl->nbytes();
+    c10::DeviceIndex device = storage.device().index();
+    c10::DataPtr fresh = allocator().allocate_on(device, new_bytes);
+    if (old_bytes > 0 && new_bytes > 0) {
+      std::memcpy(fresh.get(), impl->data(), std::min(old_bytes, new_bytes));
+    }
+    impl->set_data_ptr_noswap(std::move(fresh));
+    impl->set_nbytes(new_bytes);
+  }
+};
+
+const bool registered = [] {
+  at::RegisterPrivateUse1HooksInterface(new Hooks());
+  return true;
+}();
+
+}  // namespace
+}  // namespace torchtpu::runtime

@@ -1,0 +1,48 @@
+#include "runtime/Log.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace torchtpu::runtime::log {
+namespace {
+
+spdlog::level::level_enum level_from_env() {
+  const char* v = std::getenv("TORCHTPU_LOG_LEVEL");
+  if (v == nullptr || *v == '\0') return spdlog::level::warn;
+  auto level = spdlog::level::from_str(v);  // "trace", "debug", "info", "warn", "err", "off"
+  if (std::string(v) == "error") level = spdlog::level::err;
+  return level;
+}
+
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> instance = [] {
+    auto l = spdlog::stderr_color_mt("torchtpu");
+    l->set_level(level_from_env());
+    l->set_pattern("[torchtpu %L %H:%M:%S.%e] %v");
+    return l;
+  }();
+  return *instance;
+}
+
+spdlog::level::level_enum to_spdlog(Level level) {
+  switch (level) {
+    case Level::trace: return spdlog::level::trace;
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    case Level::error: return spdlog::level::err;
+    case Level::off: return spdlog::level::off;
+  }
+  return spdlog::level::off;
+}
+
+}  // namespace
+
+bool enabled(Level level) { return logger().should_log(to_spdlog(level)); }
+
+void write(Level level, const std::string& message) { logger().log(to_spdlog(level), message); }
+
+}  // namespace torchtpu::runtime::log

@@ -1,0 +1,290 @@
+#include "runtime/Stream.h"
+
+#include "runtime/Device.h"
+
+#include <c10/util/Exception.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace torchtpu::runtime {
+
+// ---------------------------------------------------------------------------------------------
+// StreamQueue
+
+struct StreamQueue::Impl {
+  struct Item {
+    std::function<void()> work;
+    std::string what;
+  };
+  mutable std::mutex mutex;
+  std::condition_variable cv;       // work arrived
+  std::condition_variable drained;  // completed caught up with enqueued
+  std::deque<Item> items;
+  uint64_t enqueued = 0;
+  uint64_t completed = 0;
+  std::exception_ptr error;
+  std::string error_what;
+  bool started = false;
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      cv.wait(lock, [&] { return !items.empty(); });
+      Item item = std::move(items.front());
+      items.pop_front();
+      lock.unlock();
+      std::exception_ptr failure;
+      try {
+        item.work();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      lock.lock();
+      if (failure && !error) {
+        error = failure;
+        error_what = item.what;
+      }
+      ++completed;
+      if (completed == enqueued) drained.notify_all();
+    }
+  }
+};
+
+StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
+    : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
+
+void StreamQueue::enqueue(std::function<void()> work, std::string what) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (!impl_->started) {
+    // The worker holds its own reference to the state and is detached: streams live for the
+    // whole process, and joining threads during static destruction could hang.
+    std::thread([impl = impl_] { impl->run(); }).detach();
+    impl_->started = true;
+  }
+  impl_->items.push_back({std::move(work), std::move(what)});
+  ++impl_->enqueued;
+  impl_->cv.notify_one();
+}
+
+void StreamQueue::synchronize() {
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
+  if (impl_->error) {
+    auto error = impl_->error;
+    auto what = impl_->error_what;
+    impl_->error = nullptr;
+    lock.unlock();
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "TPU error in '", what, "' on tpu:", int(device_), " stream ", id_,
+                  " (reported at synchronization): ", e.what());
+    }
+  }
+}
+
+bool StreamQueue::query() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->completed == impl_->enqueued;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registry of queues and current streams
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::map<c10::StreamId, std::unique_ptr<StreamQueue>>> queues;
+  std::vector<c10::StreamId> next_new_id;
+  std::vector<c10::StreamId> next_pool_id;
+};
+
+Registry& registry() {
+  static auto* r = [] {
+    auto* reg = new Registry();  // leaked on purpose, see StreamQueue::enqueue
+    reg->queues.resize(device_count());
+    reg->next_new_id.assign(device_count(), kPoolSize + 1);
+    reg->next_pool_id.assign(device_count(), 0);
+    return reg;
+  }();
+  return *r;
+}
+
+thread_local std::vector<c10::StreamId> tls_current;  // per device; empty means default
+
+c10::Stream make_stream(c10::DeviceIndex device, c10::StreamId id) {
+  return c10::Stream(c10::Stream::UNSAFE, tpu_device(device), id);
+}
+
+}  // namespace
+
+StreamQueue& queue_of(const c10::Stream& stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "Expected a TPU stream, got a stream of device ", stream.device());
+  check_device_index(stream.device_index());
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto& slot = r.queues[stream.device_index()][stream.id()];
+  if (!slot) {
+    TORCH_CHECK(stream.id() >= 0 && stream.id() < r.next_new_id[stream.device_index()],
+                "Unknown TPU stream id ", stream.id());
+    slot = std::make_unique<StreamQueue>(stream.device_index(), stream.id(), 0);
+  }
+  return *slot;
+}
+
+c10::Stream current_stream(c10::DeviceIndex device) {
+  check_device_index(device);
+  if (static_cast<size_t>(device) < tls_current.size()) {
+    return make_stream(device, tls_current[device]);
+  }
+  return default_stream(device);
+}
+
+c10::Stream exchange_stream(const c10::Stream& stream) {
+  auto device = stream.device_index();
+  auto previous = current_stream(device);
+  if (tls_current.size() <= static_cast<size_t>(device)) tls_current.resize(device + 1, 0);
+  tls_current[device] = stream.id();
+  return previous;
+}
+
+c10::Stream default_stream(c10::DeviceIndex device) {
+  check_device_index(device);
+  return make_stream(device, 0);
+}
+
+c10::Stream pool_stream(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto id = 1 + (r.next_pool_id[device]++ % kPoolSize);
+  return make_stream(device, id);
+}
+
+c10::Stream new_stream(c10::DeviceIndex device, int priority) {
+  check_device_index(device);
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto id = r.next_new_id[device]++;
+  r.queues[device][id] = std::make_unique<StreamQueue>(device, id, priority);
+  return make_stream(device, id);
+}
+
+void synchronize_device(c10::DeviceIndex device) {
+  check_device_index(device);
+  std::vector<StreamQueue*> queues;
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (auto& [id, q] : r.queues[device]) queues.push_back(q.get());
+  }
+  for (auto* q : queues) q->synchronize();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+namespace event {
+namespace {
+
+// One recording of an event: completes when its stream's worker reaches it.
+struct Mark {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::chrono::steady_clock::time_point when;
+
+  void complete() {
+    std::lock_guard<std::mutex> lock(mutex);
+    when = std::chrono::steady_clock::now();
+    done = true;
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return done; });
+  }
+  bool is_done() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return done;
+  }
+};
+
+struct Event {
+  std::mutex mutex;
+  std::shared_ptr<Mark> mark;  // the latest recording; null if never recorded
+  bool timing = false;
+  c10::DeviceIndex device = -1;
+
+  std::shared_ptr<Mark> latest() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return mark;
+  }
+};
+
+}  // namespace
+
+void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
+  auto& queue = queue_of(stream);
+  if (*handle == nullptr) {
+    auto* e = new Event();
+    e->timing = flag == c10::EventFlag::BACKEND_DEFAULT;
+    e->device = stream.device_index();
+    *handle = e;
+  }
+  auto* e = static_cast<Event*>(*handle);
+  TORCH_CHECK(e->device == stream.device_index(), "Event recorded on tpu:", int(e->device),
+              " cannot be recorded on a stream of tpu:", int(stream.device_index()));
+  auto mark = std::make_shared<Mark>();
+  {
+    std::lock_guard<std::mutex> lock(e->mutex);
+    e->mark = mark;
+  }
+  queue.enqueue([mark] { mark->complete(); }, "event record");
+}
+
+void block(void* handle, const c10::Stream& stream) {
+  if (handle == nullptr) return;
+  auto mark = static_cast<Event*>(handle)->latest();
+  if (!mark) return;
+  queue_of(stream).enqueue([mark] { mark->wait(); }, "event wait");
+}
+
+bool query(void* handle) {
+  if (handle == nullptr) return true;
+  auto mark = static_cast<Event*>(handle)->latest();
+  return !mark || mark->is_done();
+}
+
+void synchronize(void* handle) {
+  if (handle == nullptr) return;
+  auto mark = static_cast<Event*>(handle)->latest();
+  if (mark) mark->wait();
+}
+
+void destroy(void* handle) noexcept { delete static_cast<Event*>(handle); }
+
+double elapsed_ms(void* start, void* end) {
+  TORCH_CHECK(start != nullptr && end != nullptr,
+              "Both events must be recorded before calculating elapsed time.");
+  auto* a = static_cast<Event*>(start);
+  auto* b = static_cast<Event*>(end);
+  TORCH_CHECK(a->timing && b->timing,
+              "Both events must be created with argument 'enable_timing=True'.");
+  auto ma = a->latest();
+  auto mb = b->latest();
+  TORCH_CHECK(ma && mb, "Both events must be recorded before calculating elapsed time.");
+  TORCH_CHECK(ma->is_done() && mb->is_done(),
+              "Both events must be completed before calculating elapsed time.");
+  return std::chrono::duration<double, std::milli>(mb->when - ma->when).count();
+}
+
+}  // namespace event
+}  // namespace torchtpu::runtime

@@ -1,0 +1,76 @@
+#pragma once
+// Streams and events of the simulated device.
+//
+// A stream is a FIFO work queue run by its own worker thread (started on first use). Work
+// enqueued on a stream runs in order; an error raised by a piece of work is kept and rethrown,
+// naming the work, at the next synchronization of that stream. Events mark a position in a
+// stream: they complete when the worker reaches them, and a stream can be made to wait for an
+// event recorded on another stream.
+//
+// Stream ids per device: 0 is the default stream, 1..kPoolSize the pool handed out round-robin
+// by getStreamFromGlobalPool, and ids above that are streams created by getNewStream. Streams
+// live until the process ends.
+#include <c10/core/Stream.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace torchtpu::runtime {
+
+constexpr c10::StreamId kPoolSize = 32;
+
+class StreamQueue;
+
+// The queue behind a c10::Stream of this device type (created on first use).
+StreamQueue& queue_of(const c10::Stream& stream);
+
+class StreamQueue {
+ public:
+  StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority);
+  StreamQueue(const StreamQueue&) = delete;
+  StreamQueue& operator=(const StreamQueue&) = delete;
+
+  // Appends work; `what` names it in error messages.
+  void enqueue(std::function<void()> work, std::string what);
+  // Waits until everything enqueued so far has run; rethrows the first error since the last
+  // synchronization.
+  void synchronize();
+  // True when everything enqueued so far has run.
+  bool query() const;
+
+  c10::DeviceIndex device() const { return device_; }
+  c10::StreamId id() const { return id_; }
+  int priority() const { return priority_; }
+
+ private:
+  struct Impl;
+  c10::DeviceIndex device_;
+  c10::StreamId id_;
+  int priority_;
+  std::shared_ptr<Impl> impl_;
+};
+
+// Thread-local current stream per device, as in CUDA.
+c10::Stream current_stream(c10::DeviceIndex device);
+c10::Stream exchange_stream(const c10::Stream& stream);
+c10::Stream default_stream(c10::DeviceIndex device);
+c10::Stream pool_stream(c10::DeviceIndex device);
+c10::Stream new_stream(c10::DeviceIndex device, int priority);
+// Waits for every stream of a device.
+void synchronize_device(c10::DeviceIndex device);
+
+// Events, as opaque handles for the guard interface.
+namespace event {
+void record(void** handle, const c10::Stream& stream, c10::EventFlag flag);
+void block(void* handle, const c10::Stream& stream);
+bool query(void* handle);
+void synchronize(void* handle);
+void destroy(void* handle) noexcept;
+// Milliseconds between two completed, timing-enabled events.
+double elapsed_ms(void* start, void* end);
+}  // namespace event
+
+}  // namespace torchtpu::runtime

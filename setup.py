@@ -1,0 +1,57 @@
+"""Builds torchtpu with CMake against the torch already installed.
+
+Use `pip install --no-build-isolation .` (or `-e .`): an isolated build environment would
+resolve and download another torch. The CMake build tree lives in build/cmake so that ninja and
+ccache make rebuilds incremental.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        import torch  # the installed one; never a build dependency
+
+        package_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        build_dir = Path(os.environ.get("TORCHTPU_BUILD_DIR", ROOT / "build" / "cmake"))
+        build_dir.mkdir(parents=True, exist_ok=True)
+        suffix = Path(self.get_ext_filename(ext.name)).name[len("_C"):]
+        configure = [
+            "cmake", "-S", str(ROOT), "-B", str(build_dir), "-G", "Ninja",
+            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DTORCHTPU_PYTHON_EXT_SUFFIX={suffix}",
+            f"-DCMAKE_BUILD_TYPE={os.environ.get('TORCHTPU_BUILD_TYPE', 'Release')}",
+            f"-DTORCHTPU_BUILD_TESTS={os.environ.get('TORCHTPU_BUILD_TESTS', 'ON')}",
+        ]
+        subprocess.check_call(configure)
+        jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
+        subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
+        subprocess.check_call(["cmake", "--install", str(build_dir), "--prefix", str(package_dir)])
+
+
+setup(
+    name="torchtpu",
+    version="0.1.0",
+    description="A simulated Google TPU as a PyTorch device ('tpu'), for CPU machines",
+    packages=find_packages(include=["torchtpu", "torchtpu.*"]),
+    ext_modules=[CMakeExtension("torchtpu._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    python_requires=">=3.10",
+    install_requires=["torch==2.13.0", "numpy"],
+    package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*"]},
+    entry_points={"torch.backends": ["torchtpu = torchtpu:_autoload"]},
+    zip_safe=False,
+)

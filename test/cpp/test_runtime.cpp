@@ -1,0 +1,105 @@
+// Devices, the guard, the chip table, the generator and tensors on the device through ATen.
+#include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/Generator.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <gtest/gtest.h>
+#include <torchtpu/torchtpu.h>
+
+#include <thread>
+
+using namespace torchtpu::runtime;
+
+namespace {
+
+const c10::Device tpu0(c10::DeviceType::PrivateUse1, 0);
+const c10::Device tpu1(c10::DeviceType::PrivateUse1, 1);
+
+TEST(Devices, CountAndName) {
+  EXPECT_EQ(torchtpu::init(), 2);
+  EXPECT_EQ(device_count(), 2);
+  EXPECT_EQ(c10::get_privateuse1_backend(), "tpu");
+  EXPECT_EQ(c10::Device("tpu:1"), tpu1);
+}
+
+TEST(Devices, GuardSetsAndRestoresTheCurrentDevice) {
+  EXPECT_EQ(current_device(), 0);
+  {
+    c10::DeviceGuard guard(tpu1);
+    EXPECT_EQ(current_device(), 1);
+    std::thread([] { EXPECT_EQ(current_device(), 0); }).join();
+  }
+  EXPECT_EQ(current_device(), 0);
+  EXPECT_THROW(set_device(7), c10::Error);
+  EXPECT_THROW(set_device(-1), c10::Error);
+}
+
+TEST(Chips, TableHasEveryGenerationAndV5eByDefault) {
+  EXPECT_EQ(all_chips().size(), 5u);
+  EXPECT_EQ(current_chip().name, "v5e");
+  EXPECT_EQ(chip_by_name("v6e").mxu_dim, 256);
+  EXPECT_EQ(chip_by_name("v5e").hbm_bytes, int64_t(16) << 30);
+  EXPECT_DOUBLE_EQ(chip_by_name("v5e").bf16_flops, 197e12);
+  EXPECT_THROW(chip_by_name("v99"), c10::Error);
+}
+
+TEST(Generator, SameSeedSameNumbersAsTheCpu) {
+  auto gen = default_generator(0);
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(1234);
+  }
+  auto cpu_gen = at::make_generator<at::CPUGeneratorImpl>(1234);
+  auto on_tpu = at::empty({64}, at::TensorOptions().device(tpu0)).normal_(0, 1, gen);
+  auto on_cpu = at::empty({64}).normal_(0, 1, cpu_gen);
+  EXPECT_TRUE(at::equal(on_tpu.cpu(), on_cpu));
+  // The device generator's state advanced: the next draw differs.
+  auto again = at::empty({64}, at::TensorOptions().device(tpu0)).normal_(0, 1, gen);
+  EXPECT_FALSE(at::equal(again.cpu(), on_tpu.cpu()));
+}
+
+TEST(Generator, StateRoundTrips) {
+  auto gen = new_generator(1);
+  EXPECT_EQ(gen.device(), tpu1);
+  gen.set_current_seed(7);
+  auto state = gen.get_state();
+  auto a = at::empty({16}, at::TensorOptions().device(tpu1)).uniform_(0, 1, gen).cpu();
+  gen.set_state(state);
+  auto b = at::empty({16}, at::TensorOptions().device(tpu1)).uniform_(0, 1, gen).cpu();
+  EXPECT_TRUE(at::equal(a, b));
+}
+
+TEST(Tensors, FactoriesCopiesAndFallbackOps) {
+  auto a = at::arange(12, at::TensorOptions().device(tpu0).dtype(at::kFloat)).view({3, 4});
+  EXPECT_EQ(a.device(), tpu0);
+  auto b = a.t().contiguous() * 2 + 1;  // mul/add through the CPU fallback
+  auto expected = at::arange(12, at::kFloat).view({3, 4}).t().contiguous() * 2 + 1;
+  EXPECT_TRUE(at::equal(b.cpu(), expected));
+  // mul and add have no native kernel yet: their out= variants ran through the fallback.
+  EXPECT_GE(torchtpu::fallback_counts()["aten::mul.out"], 1);
+  EXPECT_GE(torchtpu::fallback_counts()["aten::add.out"], 1);
+  auto on1 = b.to(tpu1);
+  EXPECT_EQ(on1.device(), tpu1);
+  EXPECT_TRUE(at::equal(on1.cpu(), expected));
+  EXPECT_EQ(at::zeros({2, 2}, at::TensorOptions().device(tpu1)).sum().item<float>(), 0.0f);
+}
+
+TEST(Tensors, MixingDevicesIsAnError) {
+  auto a = at::ones({4}, at::TensorOptions().device(tpu0));
+  auto b = at::ones({4}, at::TensorOptions().device(tpu1));
+  try {
+    (void)(a + b);
+    FAIL() << "expected a device mismatch error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Expected all tensors to be on the same device"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)(a + at::ones({4})), c10::Error);
+  // A 0-dim CPU tensor acts as a scalar.
+  EXPECT_TRUE(at::equal((a + at::scalar_tensor(2.0)).cpu(), at::full({4}, 3.0f)));
+}
+
+}  // namespace

@@ -1,0 +1,166 @@
+// Streams and events: ordering, query, synchronize, cross-stream waits, errors, timing.
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+
+#include <c10/core/impl/VirtualGuardImpl.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using namespace torchtpu::runtime;
+using namespace std::chrono_literals;
+
+namespace {
+
+c10::impl::VirtualGuardImpl guard() { return c10::impl::VirtualGuardImpl(c10::DeviceType::PrivateUse1); }
+
+TEST(Streams, WorkRunsInOrderOnTheWorkerThread) {
+  auto stream = new_stream(0, 0);
+  auto& q = queue_of(stream);
+  std::vector<int> seen;
+  std::mutex m;
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> other_thread{true};
+  for (int i = 0; i < 100; ++i) {
+    q.enqueue(
+        [&, i] {
+          if (std::this_thread::get_id() == caller) other_thread = false;
+          std::lock_guard<std::mutex> lock(m);
+          seen.push_back(i);
+        },
+        "append");
+  }
+  q.synchronize();
+  ASSERT_EQ(seen.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[i], i);
+  EXPECT_TRUE(other_thread);
+}
+
+TEST(Streams, QueryReflectsPendingWork) {
+  auto stream = new_stream(0, 0);
+  auto& q = queue_of(stream);
+  std::atomic<bool> release{false};
+  q.enqueue([&] { while (!release) std::this_thread::sleep_for(1ms); }, "spin");
+  EXPECT_FALSE(q.query());
+  EXPECT_FALSE(guard().queryStream(stream));
+  release = true;
+  guard().synchronizeStream(stream);
+  EXPECT_TRUE(q.query());
+}
+
+TEST(Streams, ErrorsSurfaceAtSynchronizeNamingTheWork) {
+  auto stream = new_stream(1, 0);
+  auto& q = queue_of(stream);
+  q.enqueue([] { TORCH_CHECK(false, "boom"); }, "aten::broken");
+  try {
+    q.synchronize();
+    FAIL() << "expected the error";
+  } catch (const c10::Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("aten::broken"), std::string::npos) << message;
+    EXPECT_NE(message.find("boom"), std::string::npos) << message;
+    EXPECT_NE(message.find("tpu:1"), std::string::npos) << message;
+  }
+  // The error is reported once; the stream keeps working.
+  std::atomic<int> ran{0};
+  q.enqueue([&] { ran++; }, "after");
+  q.synchronize();
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(Streams, CurrentStreamIsThreadLocalAndExchangeable) {
+  auto s = new_stream(0, 0);
+  EXPECT_EQ(current_stream(0), default_stream(0));
+  auto previous = guard().exchangeStream(s);
+  EXPECT_EQ(previous, default_stream(0));
+  EXPECT_EQ(guard().getStream(c10::Device(c10::DeviceType::PrivateUse1, 0)), s);
+  std::thread([&] { EXPECT_EQ(current_stream(0), default_stream(0)); }).join();
+  guard().exchangeStream(previous);
+  EXPECT_EQ(current_stream(0), default_stream(0));
+}
+
+TEST(Streams, PoolStreamsAreDistinctFromTheDefault) {
+  auto a = pool_stream(0);
+  auto b = pool_stream(0);
+  EXPECT_NE(a, default_stream(0));
+  EXPECT_NE(a, b);
+  queue_of(a).synchronize();
+}
+
+TEST(Events, CompleteWhenTheStreamReachesThem) {
+  auto g = guard();
+  auto stream = new_stream(0, 0);
+  std::atomic<bool> release{false};
+  queue_of(stream).enqueue([&] { while (!release) std::this_thread::sleep_for(1ms); }, "spin");
+  void* event = nullptr;
+  g.record(&event, stream, 0, c10::EventFlag::PYTORCH_DEFAULT);
+  EXPECT_FALSE(g.queryEvent(event));
+  release = true;
+  g.synchronizeEvent(event);
+  EXPECT_TRUE(g.queryEvent(event));
+  g.destroyEvent(event, 0);
+}
+
+TEST(Events, NeverRecordedEventIsComplete) {
+  EXPECT_TRUE(guard().queryEvent(nullptr));
+}
+
+TEST(Events, BlockMakesAStreamWaitForAnother) {
+  auto g = guard();
+  auto producer = new_stream(0, 0);
+  auto consumer = new_stream(0, 0);
+  std::atomic<bool> release{false};
+  std::atomic<int> value{0};
+  queue_of(producer).enqueue(
+      [&] {
+        while (!release) std::this_thread::sleep_for(1ms);
+        value = 42;
+      },
+      "produce");
+  void* event = nullptr;
+  g.record(&event, producer, 0, c10::EventFlag::PYTORCH_DEFAULT);
+  g.block(event, consumer);
+  std::atomic<int> observed{-1};
+  queue_of(consumer).enqueue([&] { observed = value.load(); }, "consume");
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(queue_of(consumer).query()) << "the consumer must wait for the event";
+  release = true;
+  queue_of(consumer).synchronize();
+  EXPECT_EQ(observed, 42);
+  g.destroyEvent(event, 0);
+}
+
+TEST(Events, ElapsedTimeNeedsTimingAndMeasures) {
+  auto g = guard();
+  auto stream = new_stream(0, 0);
+  void* start = nullptr;
+  void* end = nullptr;
+  g.record(&start, stream, 0, c10::EventFlag::BACKEND_DEFAULT);
+  queue_of(stream).enqueue([] { std::this_thread::sleep_for(30ms); }, "sleep");
+  g.record(&end, stream, 0, c10::EventFlag::BACKEND_DEFAULT);
+  g.synchronizeEvent(end);
+  const double ms = g.elapsedTime(start, end, 0);
+  EXPECT_GE(ms, 29.0);
+  EXPECT_LT(ms, 5000.0);
+
+  void* untimed = nullptr;
+  g.record(&untimed, stream, 0, c10::EventFlag::PYTORCH_DEFAULT);
+  g.synchronizeEvent(untimed);
+  EXPECT_THROW(g.elapsedTime(start, untimed, 0), c10::Error);
+  for (void* e : {start, end, untimed}) g.destroyEvent(e, 0);
+}
+
+TEST(Events, SynchronizeDeviceWaitsForAllStreams) {
+  std::atomic<int> done{0};
+  for (int i = 0; i < 4; ++i) {
+    queue_of(new_stream(1, 0)).enqueue([&] { std::this_thread::sleep_for(5ms); done++; }, "work");
+  }
+  guard().synchronizeDevice(1);
+  EXPECT_EQ(done, 4);
+}
+
+}  // namespace
