@@ -22,9 +22,16 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        import torch  # the installed one; never a build dependency
+        # The installed torch, never a build dependency. Autoload off: a previous (possibly
+        # stale) install of torchtpu must not be imported while we build the new one.
+        os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+        import torch
 
-        package_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
+        package_dirs = [Path(self.get_ext_fullpath(ext.name)).resolve().parent]
+        if self.inplace or getattr(self, "editable_mode", False):
+            # Editable installs import the package from the source tree: put the library,
+            # headers and CMake config there too, not only the _C module setuptools copies.
+            package_dirs.append(ROOT / "torchtpu")
         build_dir = Path(os.environ.get("TORCHTPU_BUILD_DIR", ROOT / "build" / "cmake"))
         build_dir.mkdir(parents=True, exist_ok=True)
         suffix = Path(self.get_ext_filename(ext.name)).name[len("_C"):]
@@ -39,7 +46,10 @@ class CMakeBuild(build_ext):
         subprocess.check_call(configure)
         jobs = os.environ.get("MAX_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", str(build_dir), "-j", jobs])
-        subprocess.check_call(["cmake", "--install", str(build_dir), "--prefix", str(package_dir)])
+        for package_dir in package_dirs:
+            subprocess.check_call(
+                ["cmake", "--install", str(build_dir), "--prefix", str(package_dir)]
+            )
 
 
 setup(

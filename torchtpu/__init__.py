@@ -1,0 +1,68 @@
+"""torchtpu: a simulated Google TPU as an ordinary PyTorch device, ``"tpu"``.
+
+``import torchtpu`` (or plain ``import torch``, through the ``torch.backends`` autoload entry
+point) loads the native library, names PrivateUse1 ``"tpu"``, registers the device module as
+``torch.tpu`` and adds ``Tensor.tpu()``, ``Module.tpu()`` and the storage methods.
+"""
+import os as _os
+import sys as _sys
+
+# torch's autoload imports this package while torch itself is being imported; when the user
+# imports torchtpu first, keep torch from autoloading us a second time halfway through.
+_autoload_env = _os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+if "torch" not in _sys.modules:
+    _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+try:
+    import torch
+finally:
+    if _autoload_env is None:
+        _os.environ.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
+    else:
+        _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = _autoload_env
+
+from . import _C  # noqa: E402  loads libtorchtpu: allocator, guard, hooks, kernels, fallback
+
+torch.utils.rename_privateuse1_backend("tpu")
+
+from . import tpu as _device_module  # noqa: E402
+
+torch._register_device_module("tpu", _device_module)
+torch.utils.generate_methods_for_privateuse1_backend(
+    for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+)
+
+from . import metrics  # noqa: E402
+from .tpu import (  # noqa: E402,F401
+    Event,
+    Stream,
+    current_device,
+    device_count,
+    get_device_properties,
+    is_available,
+    synchronize,
+)
+
+__version__ = "0.1.0"
+
+
+def set_fallback_mode(mode: str) -> None:
+    """What an aten op without a native TPU kernel does.
+
+    ``"warn"`` (default): run it on the CPU, count it in :mod:`torchtpu.metrics` and warn once
+    per op; ``"silent"``: the same without the warning; ``"error"``: raise NotImplementedError
+    naming the op. The initial mode comes from ``TORCHTPU_FALLBACK``.
+    """
+    _C.set_fallback_mode(mode)
+
+
+def get_fallback_mode() -> str:
+    return _C.get_fallback_mode()
+
+
+def cmake_prefix_path() -> str:
+    """The folder to add to CMAKE_PREFIX_PATH for ``find_package(torchtpu)``."""
+    return _os.path.join(_os.path.dirname(__file__), "share", "cmake")
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: importing this package did the work."""
