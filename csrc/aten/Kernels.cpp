@@ -13,6 +13,11 @@
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/native_batch_norm.h>
+#include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
@@ -259,6 +264,108 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
                      [&](at::Tensor& t, at::Generator& g) { t.exponential_(lambd, g); });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Convolution. For a backend other than CPU/CUDA, PyTorch routes convolutions to the
+// *_overrideable entry points, whose CPU kernels only raise, so the fallback cannot serve them.
+// Until the MXU lowering exists (sim/), they run PyTorch's host convolution on the device memory.
+
+void check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
+  const at::Tensor* first = nullptr;
+  for (const at::Tensor* t : tensors) {
+    if (t == nullptr || !t->defined()) continue;
+    if (first == nullptr) {
+      first = t;
+      continue;
+    }
+    TORCH_CHECK(t->device() == first->device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ",
+                first->device(), " and ", t->device(), "! (in ", op, ")");
+  }
+}
+
+// A device tensor holding a copy of a host result.
+at::Tensor on_device(const at::Tensor& host, c10::Device device) {
+  if (!host.defined()) return host;
+  const c10::DeviceGuard guard(device);
+  auto out = at::empty_strided(host.sizes(), host.strides(), host.options().device(device));
+  host_alias(out).copy_(host);
+  return out;
+}
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias,
+                                    c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                    c10::IntArrayRef dilation, bool transposed,
+                                    c10::IntArrayRef output_padding, int64_t groups) {
+  count_op("aten::convolution_overrideable");
+  const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
+  check_same_device("aten::convolution", {&input, &weight, b});
+  std::optional<at::Tensor> host_bias;
+  if (b != nullptr && b->defined()) host_bias = host_alias(*b);
+  auto out = at::convolution(host_alias(input), host_alias(weight), host_bias, stride, padding,
+                             dilation, transposed, output_padding, groups);
+  return on_device(out, input.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+    c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  count_op("aten::convolution_backward_overrideable");
+  check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
+  const std::vector<int64_t> bias_sizes{weight.size(transposed ? 1 : 0) * (transposed ? groups : 1)};
+  auto [gi, gw, gb] = at::convolution_backward(
+      host_alias(grad_output), host_alias(input), host_alias(weight), bias_sizes, stride, padding,
+      dilation, transposed, output_padding, groups, output_mask);
+  const auto device = input.device();
+  return {on_device(gi, device), on_device(gw, device), on_device(gb, device)};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch norm. native_batch_norm updates running_mean/running_var in place although its schema
+// does not mark them as written, so the copying CPU fallback would lose the update. It runs on
+// host aliases instead, which write the running statistics straight into device memory.
+
+std::optional<at::Tensor> host_alias_opt(const std::optional<at::Tensor>& t) {
+  if (!t.has_value() || !t->defined()) return std::nullopt;
+  return host_alias(*t);
+}
+
+const at::Tensor* ptr_of(const std::optional<at::Tensor>& t) {
+  return t.has_value() ? &*t : nullptr;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
+  count_op("aten::native_batch_norm");
+  check_same_device("aten::native_batch_norm", {&input, ptr_of(weight), ptr_of(bias),
+                                                ptr_of(running_mean), ptr_of(running_var)});
+  auto [out, save_mean, save_invstd] = at::native_batch_norm(
+      host_alias(input), host_alias_opt(weight), host_alias_opt(bias),
+      host_alias_opt(running_mean), host_alias_opt(running_var), training, momentum, eps);
+  const auto device = input.device();
+  return {on_device(out, device), on_device(save_mean, device), on_device(save_invstd, device)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
+    const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
+    const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
+    bool train, double eps, std::array<bool, 3> output_mask) {
+  count_op("aten::native_batch_norm_backward");
+  check_same_device("aten::native_batch_norm_backward",
+                    {&grad_out, &input, ptr_of(weight), ptr_of(running_mean),
+                     ptr_of(running_var), ptr_of(save_mean), ptr_of(save_invstd)});
+  auto [gi, gw, gb] = at::native_batch_norm_backward(
+      host_alias(grad_out), host_alias(input), host_alias_opt(weight),
+      host_alias_opt(running_mean), host_alias_opt(running_var), host_alias_opt(save_mean),
+      host_alias_opt(save_invstd), train, eps, output_mask);
+  const auto device = input.device();
+  return {on_device(gi, device), on_device(gw, device), on_device(gb, device)};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -286,6 +393,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", random_to_);
   m.impl("random_.from", random_from_);
   m.impl("exponential_", exponential_);
+  m.impl("convolution_overrideable", convolution_overrideable);
+  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
+  m.impl("native_batch_norm", native_batch_norm);
+  m.impl("native_batch_norm_backward", native_batch_norm_backward);
 }
 
 }  // namespace torchtpu::aten

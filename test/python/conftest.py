@@ -1,0 +1,35 @@
+"""Shared set-up for the pytest suite: the device is registered before any test imports torch
+stuff, and a helper runs code in a fresh interpreter (for environment variables that are read
+once, autoload, and once-per-process warnings)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
+
+
+@pytest.fixture(autouse=True)
+def _clean_state():
+    """Each test starts on tpu:0, default streams, and the fallback mode from the environment."""
+    mode = torchtpu.get_fallback_mode()
+    yield
+    torchtpu.set_fallback_mode(mode)
+    for i in range(torch.tpu.device_count()):
+        torch.accelerator.set_stream(torch.tpu.default_stream(i))  # also selects device i
+    torch.tpu.set_device(0)
+
+
+def run_python(code: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter; returns the completed process (text output)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env, capture_output=True, text=True, timeout=300,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
