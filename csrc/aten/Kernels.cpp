@@ -11,6 +11,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_has_compatible_shallow_copy_type_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/convolution.h>
@@ -366,9 +367,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
   return {on_device(gi, device), on_device(gw, device), on_device(gb, device)};
 }
 
+// ---------------------------------------------------------------------------------------------
+// Shallow copies between CPU and TPU tensors. Tensor::set_data (used by C++
+// torch::nn::Module::to and clone(device)) requires _has_compatible_shallow_copy_type, whose
+// built-in rule pairs CPU with CUDA and a few others but not with PrivateUse1. Dense CPU and TPU
+// tensors are made compatible here, as CPU and CUDA are.
+
+bool dense_cpu_or_tpu(c10::DispatchKeySet keys) {
+  constexpr auto backends = c10::DispatchKeySet(
+      {c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
+  return keys.has(c10::DispatchKey::Dense) && keys.has_any(backends);
+}
+
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  return at::native::_has_compatible_shallow_copy_type(self, from) ||
+         (dense_cpu_or_tpu(self.key_set()) && dense_cpu_or_tpu(from.key_set()));
+}
+
 }  // namespace
 
+// A call with one CPU and one TPU tensor dispatches to AutogradPrivateUse1 first.
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("arange.start_out", arange_out);
