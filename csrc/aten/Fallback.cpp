@@ -104,19 +104,7 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   auto args = torch::jit::last(*stack, num_args);
   const auto device = common_device(name, args);
 
-  const FallbackMode mode = fallback_mode();
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      mode != FallbackMode::error, "The operator '", name,
-      "' has no native TPU kernel and the CPU fallback is disabled (TORCHTPU_FALLBACK=error). "
-      "Move its inputs to the CPU for this op, or allow the fallback with "
-      "torchtpu.set_fallback_mode(\"warn\").");
-  runtime::metrics::count_fallback(name);
-  if (mode == FallbackMode::warn && first_time(name)) {
-    TORCH_WARN("The operator '", name,
-               "' has no native TPU kernel yet and runs on the CPU through the fallback, with "
-               "copies to and from the device. It is counted in torchtpu.metrics; "
-               "TORCHTPU_FALLBACK=error makes it an error. (Warned once per operator.)");
-  }
+  note_fallback(name);
 
   // Random ops: lend the device generator (the one given, or the device's default) to the CPU
   // kernel as a CPU generator, and take its advanced state back afterwards.
@@ -155,6 +143,22 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+void note_fallback(const std::string& name) {
+  const FallbackMode mode = fallback_mode();
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      mode != FallbackMode::error, "The operator '", name,
+      "' has no native TPU kernel and the CPU fallback is disabled (TORCHTPU_FALLBACK=error). "
+      "Move its inputs to the CPU for this op, or allow the fallback with "
+      "torchtpu.set_fallback_mode(\"warn\").");
+  runtime::metrics::count_fallback(name);
+  if (mode == FallbackMode::warn && first_time(name)) {
+    TORCH_WARN("The operator '", name,
+               "' has no native TPU kernel yet and runs on the CPU through the fallback, with "
+               "copies to and from the device. It is counted in torchtpu.metrics; "
+               "TORCHTPU_FALLBACK=error makes it an error. (Warned once per operator.)");
+  }
+}
 
 FallbackMode fallback_mode() { return mode_slot().load(std::memory_order_relaxed); }
 

@@ -270,29 +270,6 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 // *_overrideable entry points, whose CPU kernels only raise, so the fallback cannot serve them.
 // Until the MXU lowering exists (sim/), they run PyTorch's host convolution on the device memory.
 
-void check_same_device(const char* op, std::initializer_list<const at::Tensor*> tensors) {
-  const at::Tensor* first = nullptr;
-  for (const at::Tensor* t : tensors) {
-    if (t == nullptr || !t->defined()) continue;
-    if (first == nullptr) {
-      first = t;
-      continue;
-    }
-    TORCH_CHECK(t->device() == first->device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ",
-                first->device(), " and ", t->device(), "! (in ", op, ")");
-  }
-}
-
-// A device tensor holding a copy of a host result.
-at::Tensor on_device(const at::Tensor& host, c10::Device device) {
-  if (!host.defined()) return host;
-  const c10::DeviceGuard guard(device);
-  auto out = at::empty_strided(host.sizes(), host.strides(), host.options().device(device));
-  host_alias(out).copy_(host);
-  return out;
-}
-
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding,

@@ -40,6 +40,7 @@ py::dict chip_dict(const runtime::ChipSpec& c) {
 Category category_of(const std::string& name) {
   if (name == "op") return Category::op;
   if (name == "fallback") return Category::fallback;
+  if (name == "op_time") return Category::op_time;
   TORCH_CHECK(name == "counter", "unknown metrics category '", name, "'");
   return Category::counter;
 }

@@ -9,7 +9,7 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::array<std::unordered_map<std::string, int64_t>, 3> tables;
+  std::array<std::unordered_map<std::string, int64_t>, 4> tables;
 };
 
 Registry& registry() {

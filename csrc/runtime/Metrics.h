@@ -11,6 +11,7 @@ enum class Category {
   op,        // ops executed by a native torchtpu kernel, by aten name
   fallback,  // ops executed through the CPU fallback, by aten name
   counter,   // everything else: "transfer.host_to_device_bytes", "allocator.oom", ...
+  op_time,   // estimated device time (picoseconds) of the launches of each op, by aten name
 };
 
 void add(Category category, const std::string& name, int64_t delta = 1);

@@ -1,0 +1,76 @@
+#pragma once
+// The cost model of DESIGN.md 4.3: what a launch would take on the simulated chip.
+//
+//   T = max(T_mxu, T_vpu, T_hbm) + T_launch
+//
+// - T_mxu from MXU cycles: the matmul is cut into S x S weight tiles (S = MXU width), spread
+//   over all MXUs of the chip; each MXU streams M' rows (M padded to the sublane tile) per tile
+//   with the next tile's weights loaded behind the current one (double buffering), plus one
+//   weight load at the start and one drain at the end. A tile run alone takes exactly the
+//   cycles of the cycle-level systolic reference (sim/Reference.h): tile_cycles().
+// - T_vpu: each element-wise op costs `units` VPU cycles per (8 x 128) vreg, on every
+//   TensorCore at the chip clock.
+// - T_hbm: bytes moved, padded to the (8, 128) memory tiles ((16, 128) for 16-bit, (32, 128) for
+//   8-bit types), at the HBM bandwidth.
+// - T_launch: a fixed cost per launch (an assumption, not a published figure: kLaunchSeconds).
+//
+// The chip clock is derived from the table: clock = peak bf16 FLOP/s / (2 S^2 x MXUs).
+#include "runtime/ChipSpec.h"
+
+#include <c10/util/ArrayRef.h>
+
+#include <cstdint>
+#include <string>
+
+namespace torchtpu::sim {
+
+struct Estimate {
+  double mxu_s = 0, vpu_s = 0, hbm_s = 0, launch_s = 0;
+  double flops = 0;             // useful FLOPs (2MKN per matmul, x passes not included)
+  double mxu_flops = 0;         // FLOPs the MXUs execute: padded shapes x passes
+  double hbm_bytes = 0;         // tile-padded bytes moved
+  int64_t launches = 0;
+
+  double seconds() const;
+  // Which term bounds the launch: "mxu", "vpu" or "hbm".
+  const char* bound() const;
+  Estimate& operator+=(const Estimate& other);  // sums terms (for a region of several parts)
+};
+
+class CostModel {
+ public:
+  static constexpr double kLaunchSeconds = 2e-6;  // assumption; see docs/simulated-chip.md
+
+  explicit CostModel(const runtime::ChipSpec& chip);
+
+  const runtime::ChipSpec& chip() const { return *chip_; }
+  double clock_hz() const { return clock_hz_; }
+  int mxus() const { return chip_->mxus_per_core * chip_->tensor_cores; }
+
+  // One weight tile run alone on a weight-stationary S x S array: weight load, skewed
+  // streaming of M rows and drain (equals the cycle-level reference's count).
+  static int64_t tile_cycles(int64_t M, int64_t Nt, int S);
+  // Cycles of a [batch] x (M x K) @ (K x N) matmul on all MXUs of the chip, one pass.
+  int64_t mxu_cycles(int64_t batch, int64_t M, int64_t K, int64_t N, int element_bytes) const;
+
+  // Padded bytes of a tensor with these sizes in HBM.
+  static double padded_bytes(c10::IntArrayRef sizes, int element_bytes);
+
+  // A matmul launch: MXU work plus the bytes of its operands and result (already padded).
+  Estimate matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,
+                  int element_bytes, double hbm_bytes) const;
+  // Element-wise / reduction work: `units` VPU cycles per vreg over `elements`.
+  Estimate vector(int64_t elements, double units, double hbm_bytes) const;
+
+ private:
+  const runtime::ChipSpec* chip_;
+  double clock_hz_;
+};
+
+// The model of the chip this process simulates.
+const CostModel& cost_model();
+
+// Adds one launch's estimate to torchtpu.metrics (totals and per-op time).
+void record(const std::string& op, const Estimate& estimate);
+
+}  // namespace torchtpu::sim

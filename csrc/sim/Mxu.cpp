@@ -1,0 +1,115 @@
+#include "sim/Mxu.h"
+
+#include <ATen/Context.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/matmul.h>
+#include <c10/util/Exception.h>
+
+namespace torchtpu::sim {
+namespace {
+
+thread_local std::optional<Precision> tls_override;
+
+at::Tensor bf16_hi(const at::Tensor& x) { return x.to(at::kBFloat16).to(at::kFloat); }
+
+// out = a @ b in fp32 with the passes of `precision` (see the header).
+void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                  Precision precision) {
+  switch (precision) {
+    case Precision::kHighest:
+      at::matmul_out(const_cast<at::Tensor&>(out), a, b);
+      return;
+    case Precision::kHigh: {
+      const at::Tensor a_hi = bf16_hi(a);
+      const at::Tensor a_mid = bf16_hi(at::sub(a, a_hi));
+      const at::Tensor b_hi = bf16_hi(b);
+      const at::Tensor b_hi_mid = at::add(b_hi, bf16_hi(at::sub(b, b_hi)));  // exact: 16 significant bits
+      at::matmul_out(const_cast<at::Tensor&>(out), a_hi, b_hi_mid);
+      out.add_(at::matmul(a_mid, b_hi));
+      return;
+    }
+    case Precision::kDefault:
+      at::matmul_out(const_cast<at::Tensor&>(out), bf16_hi(a), bf16_hi(b));
+      return;
+  }
+}
+
+}  // namespace
+
+Precision current_precision() {
+  if (tls_override) return *tls_override;
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: return Precision::kHighest;
+    case at::Float32MatmulPrecision::HIGH: return Precision::kHigh;
+    case at::Float32MatmulPrecision::MEDIUM: return Precision::kDefault;
+  }
+  return Precision::kHighest;
+}
+
+std::optional<Precision> precision_override() { return tls_override; }
+
+void set_precision_override(std::optional<Precision> precision) { tls_override = precision; }
+
+bool mxu_supports(c10::ScalarType dtype) {
+  return dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf ||
+         dtype == at::kChar;
+}
+
+int matmul_passes(c10::ScalarType dtype) {
+  if (dtype == at::kFloat || dtype == at::kHalf) return passes(current_precision());
+  return 1;
+}
+
+void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected both operands to have the same dtype, but got ",
+              a.scalar_type(), " and ", b.scalar_type());
+  const auto dtype = a.scalar_type();
+  TORCH_CHECK(mxu_supports(dtype), "the MXU does not execute ", dtype, " matmuls");
+  if (a.numel() == 0 || b.numel() == 0) {
+    out.zero_();
+    return;
+  }
+  switch (dtype) {
+    case at::kBFloat16:
+      at::matmul_out(const_cast<at::Tensor&>(out), a, b);
+      return;
+    case at::kFloat:
+      float_matmul(a, b, out, current_precision());
+      return;
+    case at::kHalf: {
+      at::Tensor result = at::empty(out.sizes(), out.options().dtype(at::kFloat));
+      float_matmul(a.to(at::kFloat), b.to(at::kFloat), result, current_precision());
+      out.copy_(result);
+      return;
+    }
+    case at::kChar: {
+      // Exact int32 accumulation; an int8 result wraps modulo 256 as PyTorch's CPU kernel does.
+      at::Tensor result = at::matmul(a.to(at::kInt), b.to(at::kInt));
+      out.copy_(result);
+      return;
+    }
+    default:
+      TORCH_INTERNAL_ASSERT(false);
+  }
+}
+
+Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  // Canonical [batch, M, K] x [batch?, K, N] view of the operands.
+  const int64_t K = a.dim() == 0 ? 1 : a.size(-1);
+  const int64_t M = a.dim() >= 2 ? a.size(-2) : 1;
+  const int64_t N = b.dim() >= 2 ? b.size(-1) : 1;
+  int64_t batch = 1;
+  for (int64_t d = 0; d + 2 < std::max<int64_t>(a.dim(), b.dim()); ++d) {
+    const auto& bigger = a.dim() >= b.dim() ? a : b;
+    batch *= bigger.size(d);
+  }
+  const int bytes = static_cast<int>(a.element_size());
+  const double hbm = CostModel::padded_bytes(a.sizes(), bytes) +
+                     CostModel::padded_bytes(b.sizes(), bytes) +
+                     CostModel::padded_bytes(out.sizes(), static_cast<int>(out.element_size()));
+  return cost_model().matmul(batch, M, K, N, matmul_passes(a.scalar_type()), bytes, hbm);
+}
+
+}  // namespace torchtpu::sim

@@ -1,0 +1,51 @@
+#pragma once
+// The MXU executor: matrix products on host tensors with the TPU's numerics (DESIGN.md 4.2).
+//
+// sim/ never sees TPU tensors or the dispatcher's PrivateUse1 kernels: the aten layer hands it
+// CPU tensors (host aliases of device memory), and it uses PyTorch's CPU kernels as its host
+// math library. The products themselves run on PyTorch's tuned CPU GEMM (oneDNN / MKL) on
+// operands prepared so that every product the MXU would form is represented exactly:
+//
+//   bfloat16 operands : one pass; the host bf16 GEMM multiplies exactly and accumulates in
+//                       fp32, rounding once to bf16 at the end, as the MXU does.
+//   float32, highest  : 6 bf16 passes. Equal to an fp32 GEMM of the original operands up to
+//                       the dropped terms mid*lo + lo*mid + lo*lo (below 2^-32 relative).
+//   float32, high     : 3 passes, run as 2 host GEMMs whose products are exact in fp32:
+//                       hi(a) @ (hi+mid)(b) + mid(a) @ hi(b).
+//   float32, medium   : 1 pass: bf16(a) @ bf16(b), products exact in fp32.
+//   float16 operands  : converted to float32 exactly, then as float32 at the current precision,
+//                       the result rounded to float16.
+//   int8 operands     : int8 x int8 products accumulated exactly in int32.
+//
+// What differs from the MXU is only the order of the fp32 additions. The bound the tests
+// check against the pass-by-pass reference (sim/Reference.h), per output element:
+//   |fast - reference| <= 2 * K * 2^-24 * sum_k |a_k| |b_k|   (+ the dropped terms at highest)
+#include "sim/CostModel.h"
+#include "sim/Numerics.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+
+namespace torchtpu::sim {
+
+// The precision in force on this thread: the override of torch.tpu.precision(...) if set,
+// else PyTorch's torch.get_float32_matmul_precision().
+Precision current_precision();
+std::optional<Precision> precision_override();
+void set_precision_override(std::optional<Precision> precision);
+
+// The MXU passes a matmul of this dtype takes at the current precision.
+int matmul_passes(c10::ScalarType dtype);
+
+// True for the dtypes the MXU executes: float32, bfloat16, float16, int8.
+bool mxu_supports(c10::ScalarType dtype);
+
+// out = a @ b for host tensors of a supported dtype: 1-D/2-D/3-D as at::matmul. `out` has the
+// result's shape and dtype (int32 for int8 operands when `int32_out`, else the operands' dtype).
+void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
+
+// The cost of a matmul launch with these operands and result.
+Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
+
+}  // namespace torchtpu::sim

@@ -1,0 +1,219 @@
+// The simulated chip: bf16 numerics, the pass-by-pass MXU reference against the cycle-level
+// systolic array, the fast executor against the reference (within the documented bound), and
+// the cost model against the systolic cycle counts and hand-computed rooflines.
+#include "runtime/ChipSpec.h"
+#include "sim/CostModel.h"
+#include "sim/Mxu.h"
+#include "sim/Numerics.h"
+#include "sim/Reference.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/BFloat16.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace torchtpu::sim;
+
+namespace {
+
+std::vector<float> random_values(std::mt19937& rng, int64_t n, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Numerics, RoundBf16MatchesPyTorchsConversion) {
+  std::mt19937 rng(0);
+  auto values = random_values(rng, 100000, 1000.0f);
+  const float special[] = {0.0f, -0.0f, 1.0f, 1.00390625f /* tie */, 1.01171875f /* tie */,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::max(), 1e-40f /* subnormal */,
+                           std::numeric_limits<float>::min()};
+  values.insert(values.end(), std::begin(special), std::end(special));
+  for (float x : values) {
+    const float expected = static_cast<float>(c10::BFloat16(x));
+    ASSERT_EQ(round_bf16(x), expected) << "x = " << x;
+  }
+  EXPECT_TRUE(std::isnan(round_bf16(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(Numerics, ThreePartsSumExactly) {
+  std::mt19937 rng(1);
+  for (float x : random_values(rng, 100000, 10.0f)) {
+    float hi, mid, lo;
+    split_bf16(x, hi, mid, lo);
+    ASSERT_EQ(round_bf16(hi), hi);
+    ASSERT_EQ(round_bf16(mid), mid);
+    ASSERT_EQ(round_bf16(lo), lo);
+    ASSERT_EQ(hi + mid + lo, x);
+    ASSERT_EQ((hi + mid) + lo, x);
+  }
+  EXPECT_EQ(passes(Precision::kHighest), 6);
+  EXPECT_EQ(passes(Precision::kHigh), 3);
+  EXPECT_EQ(passes(Precision::kDefault), 1);
+}
+
+struct Shape {
+  int64_t M, K, N;
+  int S;
+};
+
+class SystolicVsReference : public ::testing::TestWithParam<int> {};
+
+TEST_P(SystolicVsReference, BitExactOnRandomShapes) {
+  const int S = GetParam();
+  std::mt19937 rng(S);
+  std::uniform_int_distribution<int64_t> dim(1, S <= 8 ? 3 * S + 2 : S + 40);
+  const int trials = S <= 8 ? 40 : 4;
+  for (int t = 0; t < trials; ++t) {
+    const int64_t M = S <= 8 ? dim(rng) : std::uniform_int_distribution<int64_t>(1, 24)(rng);
+    const int64_t K = dim(rng), N = dim(rng);
+    const auto A = random_values(rng, M * K), B = random_values(rng, K * N);
+    for (auto p : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
+      std::vector<float> ref(M * N), sys(M * N);
+      reference_matmul(A.data(), B.data(), ref.data(), M, K, N, S, p);
+      systolic_matmul(A.data(), B.data(), sys.data(), M, K, N, S, p);
+      for (int64_t i = 0; i < M * N; ++i) {
+        ASSERT_EQ(sys[i], ref[i]) << "S=" << S << " M=" << M << " K=" << K << " N=" << N
+                                  << " precision=" << name(p) << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(SystolicVsReference, TileCyclesMatchTheCostModel) {
+  const int S = GetParam();
+  std::mt19937 rng(100 + S);
+  for (int t = 0; t < (S <= 8 ? 50 : 5); ++t) {
+    const int64_t M = std::uniform_int_distribution<int64_t>(1, S <= 8 ? 40 : 30)(rng);
+    const int64_t Kt = std::uniform_int_distribution<int64_t>(1, S)(rng);
+    const int64_t Nt = std::uniform_int_distribution<int64_t>(1, S)(rng);
+    const auto A = random_values(rng, M * Kt), W = random_values(rng, Kt * Nt);
+    std::vector<float> out(M * Nt);
+    const auto run = systolic_tile(A.data(), Kt, W.data(), Nt, nullptr, out.data(), Nt, M, Kt, Nt, S);
+    ASSERT_EQ(run.cycles, CostModel::tile_cycles(M, Nt, S))
+        << "S=" << S << " M=" << M << " Kt=" << Kt << " Nt=" << Nt;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ArraySizes, SystolicVsReference, ::testing::Values(4, 8, 128, 256));
+
+TEST(CostModel, OneFullTileOnOneMxuEqualsTheSystolicCount) {
+  // A chip with one MXU: one S x S tile streaming M rows (a multiple of the sublane tile, >= S).
+  torchtpu::runtime::ChipSpec one = torchtpu::runtime::chip_by_name("v5e");
+  one.mxus_per_core = 1;
+  one.tensor_cores = 1;
+  one.bf16_flops = 2.0 * 128 * 128 * 1e9;  // 1 GHz
+  const CostModel model(one);
+  EXPECT_DOUBLE_EQ(model.clock_hz(), 1e9);
+  for (int64_t M : {128, 256, 1000 * 8}) {
+    EXPECT_EQ(model.mxu_cycles(1, M, 128, 128, 4), CostModel::tile_cycles(M, 128, 128));
+  }
+}
+
+TEST(CostModel, MatmulRooflineOnV5e) {
+  const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
+  EXPECT_NEAR(model.clock_hz(), 197e12 / (2.0 * 128 * 128 * 4), 1.0);
+  const int64_t n = 4096;
+  const double bytes = 3 * CostModel::padded_bytes({n, n}, 2);
+  const auto e = model.matmul(1, n, n, n, 1, 2, bytes);
+  const double peak_s = 2.0 * n * n * n / 197e12;  // 0.698 ms
+  EXPECT_NEAR(e.mxu_s, peak_s, 0.01 * peak_s);
+  EXPECT_STREQ(e.bound(), "mxu");
+  EXPECT_NEAR(e.seconds() * 1e3, 0.70, 0.01);
+  // Six passes for float32 at "highest".
+  EXPECT_NEAR(model.matmul(1, n, n, n, 6, 4, 0).mxu_s, 6 * peak_s, 0.06 * peak_s);
+  // Padding: an 8 x 8 x 8 matmul occupies a whole 128 x 128 weight tile.
+  const auto tiny = model.matmul(1, 8, 8, 8, 1, 4, 0);
+  EXPECT_EQ(tiny.mxu_flops, 2.0 * 8 * 128 * 128);
+  EXPECT_EQ(tiny.flops, 2.0 * 8 * 8 * 8);
+}
+
+TEST(CostModel, ElementwiseAddIsHbmBound) {
+  const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
+  const int64_t n = 4096;
+  const double bytes = 3 * CostModel::padded_bytes({n, n}, 4);
+  EXPECT_EQ(bytes, 3.0 * n * n * 4);
+  const auto e = model.vector(n * n, 1.0, bytes);
+  EXPECT_STREQ(e.bound(), "hbm");
+  EXPECT_NEAR(e.hbm_s, 3.0 * n * n * 4 / 819e9, 1e-9);  // 0.246 ms
+  EXPECT_LT(e.vpu_s, e.hbm_s / 10);
+}
+
+TEST(CostModel, TilePadding) {
+  EXPECT_EQ(CostModel::padded_bytes({3, 5}, 4), 8.0 * 128 * 4);
+  EXPECT_EQ(CostModel::padded_bytes({3, 5}, 2), 16.0 * 128 * 2);
+  EXPECT_EQ(CostModel::padded_bytes({2, 3, 5}, 1), 2 * 32.0 * 128);
+  EXPECT_EQ(CostModel::padded_bytes({1000}, 4), 1024.0 * 4);
+  EXPECT_EQ(CostModel::padded_bytes({}, 4), 4.0);
+  EXPECT_EQ(CostModel::padded_bytes({0, 7}, 4), 0.0);
+}
+
+// The fast executor against the pass-by-pass reference, within the documented bound:
+// |fast - ref| <= 2 K 2^-24 sum_k |a_k||b_k| (+ 2^-30 sum|a||b| for the terms "highest" drops).
+void check_executor(c10::ScalarType dtype, Precision p, int64_t M, int64_t K, int64_t N) {
+  set_precision_override(p);
+  at::manual_seed(M * 1000 + K);
+  auto a = at::randn({M, K}).to(dtype), b = at::randn({K, N}).to(dtype);
+  auto out = at::empty({M, N}, a.options());
+  matmul(a, b, out);
+  set_precision_override(std::nullopt);
+  auto af = a.to(at::kFloat).contiguous(), bf = b.to(at::kFloat).contiguous();
+  std::vector<float> ref(M * N);
+  const Precision ref_p = dtype == at::kBFloat16 ? Precision::kDefault : p;
+  reference_matmul(af.data_ptr<float>(), bf.data_ptr<float>(), ref.data(), M, K, N, 128, ref_p);
+  auto magnitude = at::matmul(af.abs().to(at::kDouble), bf.abs().to(at::kDouble));
+  auto result = out.to(at::kDouble);
+  const double u = std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < M * N; ++i) {
+    const double mag = magnitude.view(-1)[i].item<double>();
+    double bound = 2.0 * K * u * mag + std::ldexp(1.0, -30) * mag;
+    if (dtype == at::kBFloat16) bound += std::ldexp(std::abs(ref[i]), -8);  // one bf16 rounding
+    if (dtype == at::kHalf) bound += std::ldexp(std::abs(ref[i]), -11);     // one fp16 rounding
+    ASSERT_LE(std::abs(result.view(-1)[i].item<double>() - ref[i]), bound)
+        << c10::toString(dtype) << " " << name(p) << " element " << i;
+  }
+}
+
+TEST(Executor, WithinTheBoundOfTheReference) {
+  for (auto p : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
+    check_executor(at::kFloat, p, 17, 300, 23);
+    check_executor(at::kHalf, p, 9, 130, 12);
+  }
+  check_executor(at::kBFloat16, Precision::kHighest, 33, 257, 19);
+}
+
+TEST(Executor, PrecisionChangesTheResultAsDocumented) {
+  at::manual_seed(0);
+  auto a = at::randn({32, 512}), b = at::randn({512, 16});
+  auto exact = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
+  double err[3];
+  int i = 0;
+  for (auto p : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
+    set_precision_override(p);
+    auto out = at::empty({32, 16});
+    matmul(a, b, out);
+    err[i++] = (out.to(at::kDouble) - exact).abs().max().item<double>();
+  }
+  set_precision_override(std::nullopt);
+  EXPECT_GT(err[0], 1e-3);        // one bf16 pass: ~2^-9 relative per product
+  EXPECT_LT(err[1], err[0] / 50);  // bf16_3x
+  EXPECT_LT(err[2], err[1]);       // six passes: float32 accuracy
+  EXPECT_LT(err[2], 1e-4);
+}
+
+TEST(Executor, Int8AccumulatesExactlyInInt32) {
+  auto a = at::randint(-128, 128, {20, 700}, at::kChar);
+  auto b = at::randint(-128, 128, {700, 9}, at::kChar);
+  auto out = at::empty({20, 9}, at::kInt);
+  matmul(a, b, out);
+  EXPECT_TRUE(at::equal(out, at::matmul(a.to(at::kLong), b.to(at::kLong)).to(at::kInt)));
+}
+
+}  // namespace
