@@ -3,6 +3,8 @@
 - ``native_ops()``: aten ops run by a native torchtpu kernel, by name;
 - ``fallbacks()``: aten ops that ran on the CPU through the fallback, by name;
 - ``counters()``: other events (bytes transferred per direction, out-of-memory errors, ...);
+- ``estimate()``: what the launches so far would take on the simulated chip (cost model);
+- ``op_times()``: estimated device seconds per op;
 - ``report()``: all of it, with the memory figures of each device, as text;
 - ``reset()``: zero every counter.
 """
@@ -23,6 +25,44 @@ def fallbacks() -> dict[str, int]:
 
 def counters() -> dict[str, int]:
     return dict(_C.metrics_snapshot("counter"))
+
+
+def op_times() -> dict[str, float]:
+    """Estimated device time (seconds, cost model) of each op's launches so far."""
+    return {k: v * 1e-12 for k, v in _C.metrics_snapshot("op_time").items()}
+
+
+def estimate() -> dict[str, float]:
+    """The cost model's estimate for everything launched since the last reset.
+
+    Every figure is *estimated for the simulated chip* (``chip``), not measured: device time
+    and its MXU / VPU / HBM terms in seconds, useful FLOPs, FLOPs the MXUs execute (padded
+    shapes times bf16 passes), HBM bytes, launches, achieved fraction of peak, and the
+    arithmetic intensity against the chip's ridge point (the roofline position).
+    """
+    c = counters()
+    chip = _C.chip()
+    seconds = c.get("estimate.device_time_ps", 0) * 1e-12
+    flops = float(c.get("estimate.flops", 0))
+    hbm = float(c.get("estimate.hbm_bytes", 0))
+    mxu_flops = float(c.get("estimate.mxu_flops", 0))
+    return {
+        "chip": chip["name"],
+        "device_time_s": seconds,
+        "mxu_time_s": c.get("estimate.mxu_time_ps", 0) * 1e-12,
+        "vpu_time_s": c.get("estimate.vpu_time_ps", 0) * 1e-12,
+        "hbm_time_s": c.get("estimate.hbm_time_ps", 0) * 1e-12,
+        "launches": c.get("estimate.launches", 0),
+        "flops": flops,
+        "mxu_flops": mxu_flops,
+        "hbm_bytes": hbm,
+        "fraction_of_peak": flops / (chip["bf16_flops"] * seconds) if seconds else 0.0,
+        "mxu_useful_fraction": flops / mxu_flops if mxu_flops else 0.0,
+        "arithmetic_intensity": flops / hbm if hbm else 0.0,
+        "ridge_point": chip["bf16_flops"] / chip["hbm_bytes_per_s"],
+        "launches_bound_by": {k.split(".")[-1]: v for k, v in c.items()
+                              if k.startswith("estimate.bound.")},
+    }
 
 
 def reset() -> None:
@@ -55,7 +95,24 @@ def report(limit: int | None = 20) -> str:
     ]
     lines += _table("native ops", native_ops(), limit)
     lines += _table("CPU fallbacks", fallbacks(), limit)
-    other = counters()
+    est = estimate()
+    if est["launches"]:
+        lines.append(
+            f"estimated for TPU {est['chip']} (cost model, not measured): "
+            f"{est['device_time_s'] * 1e3:.3f} ms over {est['launches']} launches "
+            f"(MXU {est['mxu_time_s'] * 1e3:.3f} ms, VPU {est['vpu_time_s'] * 1e3:.3f} ms, "
+            f"HBM {est['hbm_time_s'] * 1e3:.3f} ms)"
+        )
+        lines.append(
+            f"  {est['flops'] / 1e9:.3f} GFLOP useful, {est['mxu_flops'] / 1e9:.3f} GFLOP on the "
+            f"MXUs (useful fraction {est['mxu_useful_fraction']:.1%}), "
+            f"{_bytes(est['hbm_bytes'])} HBM traffic, {est['fraction_of_peak']:.1%} of peak, "
+            f"intensity {est['arithmetic_intensity']:.1f} FLOP/B (ridge {est['ridge_point']:.0f})"
+        )
+        times = op_times()
+        for name, t in sorted(times.items(), key=lambda kv: -kv[1])[: limit or len(times)]:
+            lines.append(f"  {t * 1e3:>10.3f} ms  {name}")
+    other = {k: v for k, v in counters().items() if not k.startswith("estimate.")}
     lines.append("counters:")
     for name in sorted(other):
         value = other[name]

@@ -14,10 +14,10 @@ from . import _C
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_generators", "device",
     "device_count", "empty_cache", "get_amp_supported_dtype", "get_device_name",
-    "get_device_properties", "get_rng_state", "get_rng_state_all", "init", "initial_seed",
+    "get_device_properties", "get_matmul_precision", "get_rng_state", "get_rng_state_all", "init", "initial_seed",
     "is_available", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
-    "memory_stats", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
+    "memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "default_stream", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "synchronize",
 ]
@@ -139,6 +139,34 @@ def synchronize(device: Any = None) -> None:
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.bfloat16, torch.float16]
+
+
+class precision:
+    """Overrides the float32 matmul precision of the MXU on this thread, for a scope.
+
+    ``"highest"`` (6 bf16 passes), ``"high"`` (3 passes, bf16_3x) or ``"medium"`` (1 pass);
+    outside any scope the level follows ``torch.get_float32_matmul_precision()``.
+    """
+
+    def __init__(self, level: str):
+        if level not in ("highest", "high", "medium"):
+            raise ValueError(f"precision must be 'highest', 'high' or 'medium', not {level!r}")
+        self.level = level
+        self.prev: str | None = None
+
+    def __enter__(self):
+        self.prev = _C.get_precision_override()
+        _C.set_precision_override(self.level)
+        return self
+
+    def __exit__(self, *args: Any) -> bool:
+        _C.set_precision_override(self.prev)
+        return False
+
+
+def get_matmul_precision() -> str:
+    """The MXU precision level in force on this thread."""
+    return _C.current_precision()
 
 
 # ---------------------------------------------------------------------------------------------

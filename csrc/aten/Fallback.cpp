@@ -37,10 +37,6 @@ std::atomic<FallbackMode>& mode_slot() {
   return mode;
 }
 
-std::string op_name(const c10::OperatorHandle& op) {
-  const auto& name = op.schema().operator_name();
-  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-}
 
 bool first_time(const std::string& name) {
   static std::mutex mutex;
@@ -48,6 +44,21 @@ bool first_time(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex);
   return seen.insert(name).second;
 }
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = op_name(op);
+  const auto& schema_args = op.schema().arguments();
+  const size_t num_args = schema_args.size();
+  auto args = torch::jit::last(*stack, num_args);
+  const auto device = common_device(name, args);
+
+  note_fallback(name);
+
+  GeneratorLoan loan(op, stack, device);
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
 
 // The device of the op, from its tensor arguments, with CUDA's rule: all tensors on one device,
 // except 0-dim CPU tensors, which act as scalars.
@@ -89,7 +100,7 @@ std::optional<c10::Device> common_device(const std::string& name,
   return tpu;
 }
 
-bool is_generator_argument(const c10::Argument& argument) {
+static bool is_generator_argument(const c10::Argument& argument) {
   auto type = argument.type();
   if (type->kind() == c10::TypeKind::OptionalType) {
     type = type->castRaw<c10::OptionalType>()->getElementType();
@@ -97,18 +108,10 @@ bool is_generator_argument(const c10::Argument& argument) {
   return type->kind() == c10::TypeKind::GeneratorType;
 }
 
-void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string name = op_name(op);
+GeneratorLoan::GeneratorLoan(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                             std::optional<c10::Device> device) {
   const auto& schema_args = op.schema().arguments();
   const size_t num_args = schema_args.size();
-  auto args = torch::jit::last(*stack, num_args);
-  const auto device = common_device(name, args);
-
-  note_fallback(name);
-
-  // Random ops: lend the device generator (the one given, or the device's default) to the CPU
-  // kernel as a CPU generator, and take its advanced state back afterwards.
-  std::vector<std::pair<at::Generator, at::Generator>> lent;  // (device generator, host copy)
   const size_t base = stack->size() - num_args;
   for (size_t i = 0; i < num_args; ++i) {
     if (!is_generator_argument(schema_args[i])) continue;
@@ -124,25 +127,21 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     gen.mutex().lock();
     at::Generator host = impl->host_copy();
     slot = c10::IValue(host);
-    lent.emplace_back(gen, host);
+    lent_.emplace_back(gen, host);
   }
-  auto give_back = [&] {
-    for (auto& [gen, host] : lent) {
-      gen.get<runtime::GeneratorImpl>()->assign_from_host(host);
-      gen.mutex().unlock();
-    }
-    lent.clear();
-  };
-  try {
-    at::native::cpu_fallback(op, stack);
-  } catch (...) {
-    give_back();
-    throw;
-  }
-  give_back();
 }
 
-}  // namespace
+GeneratorLoan::~GeneratorLoan() {
+  for (auto& [gen, host] : lent_) {
+    gen.get<runtime::GeneratorImpl>()->assign_from_host(host);
+    gen.mutex().unlock();
+  }
+}
+
+std::string op_name(const c10::OperatorHandle& op) {
+  const auto& name = op.schema().operator_name();
+  return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+}
 
 void note_fallback(const std::string& name) {
   const FallbackMode mode = fallback_mode();

@@ -1,7 +1,14 @@
 #pragma once
 // What happens to an aten op that has no native TPU kernel.
 
+#include <ATen/core/Generator.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace torchtpu::aten {
 
@@ -20,5 +27,29 @@ void set_fallback_mode(FallbackMode mode);
 // fallback calls it, and so do native kernels that hand a case the TPU does not support (say,
 // a float64 matmul) to the host.
 void note_fallback(const std::string& name);
+
+// "aten::add.Tensor": the op's name and overload, as metrics and messages show it.
+std::string op_name(const c10::OperatorHandle& op);
+
+// The device an op runs on, from its arguments on the stack, with CUDA's rule: all tensors on
+// one device except 0-dim CPU tensors (scalars); a mismatch raises CUDA's error. Without TPU
+// tensors, a TPU `device` argument; else nullopt.
+std::optional<c10::Device> common_device(const std::string& name,
+                                         c10::ArrayRef<c10::IValue> args);
+
+// Random ops on the host: for the lifetime of the loan, every Generator argument of the op on
+// the stack (the TPU generator given, or the device's default when none is) is replaced by a
+// CPU generator carrying its state; the advanced state is written back when the loan ends.
+class GeneratorLoan {
+ public:
+  GeneratorLoan(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                std::optional<c10::Device> device);
+  ~GeneratorLoan();
+  GeneratorLoan(const GeneratorLoan&) = delete;
+  GeneratorLoan& operator=(const GeneratorLoan&) = delete;
+
+ private:
+  std::vector<std::pair<at::Generator, at::Generator>> lent_;  // (device generator, host copy)
+};
 
 }  // namespace torchtpu::aten

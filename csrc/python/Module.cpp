@@ -7,6 +7,8 @@
 #include "runtime/Generator.h"
 #include "runtime/Metrics.h"
 #include "runtime/Stream.h"
+#include "sim/CostModel.h"
+#include "sim/Mxu.h"
 
 #include <ATen/Context.h>
 #include <torch/csrc/Generator.h>
@@ -86,6 +88,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("empty_cache_device", [](int index) {
     runtime::allocator().empty_cache(static_cast<c10::DeviceIndex>(index));
   });
+
+  m.def("set_precision_override", [](std::optional<std::string> name) {
+    sim::set_precision_override(name ? std::optional<sim::Precision>(sim::precision_from_name(*name))
+                                     : std::nullopt);
+  });
+  m.def("get_precision_override", []() -> std::optional<std::string> {
+    auto p = sim::precision_override();
+    if (!p) return std::nullopt;
+    return std::string(sim::name(*p));
+  });
+  m.def("current_precision", [] { return std::string(sim::name(sim::current_precision())); });
+  m.def("clock_hz", [] { return sim::cost_model().clock_hz(); });
+  m.def("launch_seconds", [] { return sim::CostModel::kLaunchSeconds; });
 
   m.def("metrics_snapshot", [](const std::string& category) {
     return runtime::metrics::snapshot(category_of(category));

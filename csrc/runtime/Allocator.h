@@ -54,6 +54,7 @@ class Allocator final : public c10::DeviceAllocator {
 // The registered instance.
 Allocator& allocator();
 
+
 // Host memory handed out for pin_memory(): ordinary host memory, remembered so that
 // is_pinned() can answer.
 c10::Allocator& pinned_allocator();

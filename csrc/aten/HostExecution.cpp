@@ -1,0 +1,264 @@
+// The VPU executor: element-wise, reduction, normalization, indexing, data-movement, loss and
+// optimizer ops run PyTorch's own CPU kernels (vectorized with at::vec, parallel with
+// at::parallel_for) directly on device memory, and each launch is charged to the cost model.
+//
+// How an op runs (host_kernel below):
+//  1. the op's tensors are checked to be on one device (CUDA's rule) and each TPU tensor is
+//     replaced on the stack by a host alias: a CPU tensor over the same bytes, whose storage
+//     is resizable (a CPU kernel that resizes an out= argument gets fresh memory);
+//  2. random ops get the device generator lent as a CPU generator (GeneratorLoan);
+//  3. the CPU kernel runs, in place on device memory;
+//  4. results become TPU tensors again: a result that is an argument (in-place, out=) maps back
+//     to that argument, whose shape is synced if the kernel resized it; a new result is copied
+//     to the device (counted as vpu.result_copies).
+// Functional and in-place variants of structured ops are not registered here: PyTorch's
+// CompositeExplicitAutogradNonFunctional kernels of those allocate the result on the device
+// and call the out= variant, which runs here without any copy.
+// float64 and complex are not TPU types: such calls still run here, in place, but are counted
+// as fallbacks (and raise in TORCHTPU_FALLBACK=error mode).
+#include "aten/Fallback.h"
+#include "aten/HostAlias.h"
+#include "runtime/Metrics.h"
+#include "sim/CostModel.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/StorageImpl.h>
+#include <torch/library.h>
+
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+namespace torchtpu::aten {
+namespace {
+
+// VPU cycles per (8 x 128) vreg, per element of the largest tensor of the op. These are
+// assumptions of the model (no public per-op VPU figures exist): 1 for simple arithmetic,
+// comparisons and data movement; 4 for transcendental functions (the EUP); more for ops that
+// make several passes (normalizations, softmax, losses, sorting).
+const std::unordered_map<std::string_view, double>& vpu_units() {
+  static const std::unordered_map<std::string_view, double> units = {
+      {"exp", 4}, {"exp2", 4}, {"expm1", 4}, {"log", 4}, {"log2", 4}, {"log10", 4},
+      {"log1p", 4}, {"sqrt", 4}, {"rsqrt", 4}, {"sin", 4}, {"cos", 4}, {"tan", 4},
+      {"tanh", 4}, {"sigmoid", 4}, {"erf", 4}, {"erfc", 4}, {"erfinv", 4}, {"pow", 4},
+      {"reciprocal", 2}, {"div", 2}, {"gelu", 6}, {"gelu_backward", 8}, {"silu", 5},
+      {"silu_backward", 6}, {"sigmoid_backward", 2}, {"tanh_backward", 2}, {"elu", 4},
+      {"softplus", 6}, {"mish", 10}, {"logsumexp", 5}, {"_softmax", 6}, {"_log_softmax", 6},
+      {"_softmax_backward_data", 3}, {"_log_softmax_backward_data", 5},
+      {"native_layer_norm", 8}, {"native_layer_norm_backward", 12},
+      {"native_group_norm", 8}, {"native_group_norm_backward", 12}, {"_fused_rms_norm", 6},
+      {"var", 3}, {"std", 5}, {"var_mean", 3}, {"std_mean", 5}, {"norm", 3},
+      {"linalg_vector_norm", 3}, {"sort", 12}, {"topk", 12}, {"cumsum", 2}, {"cumprod", 2},
+      {"nll_loss_forward", 2}, {"nll_loss_backward", 2}, {"mse_loss", 3},
+      {"mse_loss_backward", 3}, {"binary_cross_entropy", 10},
+      {"binary_cross_entropy_backward", 6}, {"_fused_adam_", 20}, {"_fused_adamw_", 20},
+      {"_foreach_addcdiv_", 3}, {"_foreach_sqrt", 4}, {"_foreach_sqrt_", 4},
+      {"_foreach_div_", 2}, {"_foreach_div", 2}, {"_foreach_lerp_", 3}, {"_foreach_norm", 3},
+  };
+  return units;
+}
+
+// The ops the VPU executor takes, by base name (every overload with a CPU kernel).
+const char* const kVpuOps[] = {
+    // arithmetic and math
+    "add", "sub", "mul", "div", "remainder", "fmod", "neg", "abs", "sign", "sgn", "reciprocal",
+    "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
+    "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
+    "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where",
+    "lerp", "addcmul", "addcdiv", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill",
+    // activations and their backward
+    "relu", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid_backward",
+    "tanh_backward", "threshold", "threshold_backward", "hardtanh", "hardtanh_backward",
+    "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "softplus",
+    "softplus_backward", "mish", "mish_backward", "hardswish", "hardswish_backward",
+    "hardsigmoid", "hardsigmoid_backward", "log_sigmoid_forward", "log_sigmoid_backward",
+    // reductions and scans
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax", "var",
+    "std", "var_mean", "std_mean", "norm", "linalg_vector_norm", "logsumexp", "cumsum",
+    "cumprod", "any", "all", "count_nonzero",
+    // softmax and normalization
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
+    "native_layer_norm", "native_layer_norm_backward", "native_group_norm",
+    "native_group_norm_backward", "_fused_rms_norm", "_fused_rms_norm_backward",
+    // embedding and indexing
+    "embedding_dense_backward", "index_select", "index", "_index_put_impl_", "index_put_",
+    "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+    "index_fill", "masked_select", "masked_scatter", "nonzero", "take", "put_",
+    // data movement
+    "cat", "flip", "roll", "tril", "triu", "constant_pad_nd", "reflection_pad1d",
+    "reflection_pad2d", "replication_pad1d", "replication_pad2d", "repeat_interleave", "sort",
+    "topk", "unique_dim", "_unique2", "clone",
+    // pooling and resampling
+    "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
+    "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
+    "upsample_nearest2d", "upsample_nearest2d_backward", "upsample_bilinear2d",
+    "upsample_bilinear2d_backward",
+    // dropout and losses
+    "native_dropout", "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
+    "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
+    "binary_cross_entropy", "binary_cross_entropy_backward", "smooth_l1_loss",
+    "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward",
+    // optimizers and AMP
+    "_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_", "_foreach_mul",
+    "_foreach_mul_", "_foreach_div", "_foreach_div_", "_foreach_addcmul", "_foreach_addcmul_",
+    "_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
+    "_foreach_neg_", "_foreach_lerp", "_foreach_lerp_", "_foreach_maximum_", "_foreach_norm",
+    "_foreach_zero_", "_foreach_copy_", "_foreach_pow", "_foreach_sign", "_foreach_abs",
+    "_foreach_clamp_min_", "_foreach_clamp_max_", "_foreach_exp", "_fused_adam_",
+    "_fused_adamw_", "_fused_sgd_", "_amp_foreach_non_finite_check_and_unscale_",
+    "_amp_update_scale_",
+};
+
+// A CPU tensor over the bytes of a TPU tensor, with a resizable storage of its own (resizing it
+// moves it to fresh memory and leaves the device memory alone).
+at::Tensor resizable_host_alias(const at::Tensor& t) {
+  const c10::Storage& storage = t.storage();
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
+      c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
+      /*resizable=*/true);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(),
+                                                     t.storage_offset());
+  return alias;
+}
+
+// After the kernel: make a TPU argument reflect what the kernel did to its host alias.
+void sync_argument(const at::Tensor& dev, const at::Tensor& alias) {
+  const bool moved = alias.storage().data() != dev.storage().data();
+  if (moved) {
+    // The kernel resized the argument beyond its storage, into host memory: copy it back.
+    runtime::metrics::count("vpu.result_copies");
+    const_cast<at::Tensor&>(dev).set_(on_device(alias, dev.device()));
+    return;
+  }
+  if (alias.sizes() != dev.sizes() || alias.strides() != dev.strides() ||
+      alias.storage_offset() != dev.storage_offset()) {
+    const_cast<at::Tensor&>(dev).set_(dev.storage(), alias.storage_offset(), alias.sizes(),
+                                      alias.strides());
+  }
+}
+
+struct Swapped {
+  at::Tensor device;
+  at::Tensor alias;
+};
+
+bool is_foreign_dtype(const at::Tensor& t) {
+  const auto s = t.scalar_type();
+  return s == at::kDouble || at::isComplexType(s);
+}
+
+void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  const std::string name = op_name(op);
+  const auto device = common_device(name, torch::jit::last(*stack, num_args));
+  TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
+
+  std::vector<Swapped> swapped;
+  double bytes = 0;
+  int64_t elements = 0;
+  bool foreign = false;
+  auto swap = [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || !t.device().is_privateuseone()) return t;
+    foreign = foreign || is_foreign_dtype(t);
+    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
+    elements = std::max<int64_t>(elements, t.numel());
+    at::Tensor alias = resizable_host_alias(t);
+    swapped.push_back({t, alias});
+    return alias;
+  };
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& slot = (*stack)[base + i];
+    if (slot.isTensor()) {
+      slot = swap(slot.toTensor());
+    } else if (slot.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : slot.toTensorList()) list.push_back(swap(t));
+      slot = list;
+    } else if (slot.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const auto& item : slot.toOptionalTensorList()) {
+        const std::optional<at::Tensor> t = item;
+        list.push_back(t.has_value() ? std::optional<at::Tensor>(swap(*t)) : std::nullopt);
+      }
+      slot = list;
+    }
+  }
+  if (foreign) note_fallback(name + " (float64/complex)");
+  runtime::metrics::count_op(name);
+
+  {
+    GeneratorLoan loan(op, stack, device);
+    const c10::DeviceGuard guard(*device);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+
+  // Arguments the kernel wrote (in place, out=) reflect what it did; the check is cheap, so
+  // every argument is looked at (some kernels write arguments their schema does not mark).
+  for (const auto& s : swapped) sync_argument(s.device, s.alias);
+
+  // Results: arguments map back to themselves, new tensors move to the device.
+  auto map_result = [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || !t.is_cpu()) return t;
+    for (const auto& s : swapped) {
+      if (t.unsafeGetTensorImpl() == s.alias.unsafeGetTensorImpl()) return s.device;
+    }
+    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
+    elements = std::max<int64_t>(elements, t.numel());
+    runtime::metrics::count("vpu.result_copies");
+    return on_device(t, *device);
+  };
+  const size_t num_returns = schema.returns().size();
+  for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) {
+    c10::IValue& slot = (*stack)[i];
+    if (slot.isTensor()) {
+      slot = map_result(slot.toTensor());
+    } else if (slot.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : slot.toTensorList()) list.push_back(map_result(t));
+      slot = list;
+    }
+  }
+
+  const auto& units = vpu_units();
+  auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
+  const double u = it == units.end() ? 1.0 : it->second;
+  sim::record(name, sim::cost_model().vector(elements, u, bytes));
+}
+
+bool has_own_kernel(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1);
+}
+
+// Functional / in-place variants of structured ops: PyTorch's generic kernel allocates the
+// result on the device and calls the out= variant.
+bool routed_to_out_variant(const c10::OperatorHandle& op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  std::unordered_map<std::string, bool> wanted;
+  for (const char* name : kVpuOps) wanted[std::string("aten::") + name] = true;
+  for (const auto& op_name : c10::Dispatcher::singleton().getAllOpNames()) {
+    if (!wanted.count(op_name.name)) continue;
+    auto handle = c10::Dispatcher::singleton().findOp(op_name);
+    if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+    if (has_own_kernel(*handle)) continue;  // a dedicated torchtpu kernel wins
+    if (routed_to_out_variant(*handle)) continue;
+    const std::string full = op_name.overload_name.empty()
+                                 ? op_name.name
+                                 : op_name.name + "." + op_name.overload_name;
+    m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel>());
+  }
+}
+
+}  // namespace torchtpu::aten
