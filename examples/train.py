@@ -434,16 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"native TPU ops:      {total_native:,} calls of {len(native)} kinds")
     print(f"CPU fallbacks:       {total_fallback:,} calls of {len(fallback)} kinds "
           f"({share:.1f}% of op calls)")
-    print("top native ops:")
-    for name, count in top(native):
-        print(f"  {count:>10,}  {name}")
-    print("top CPU fallbacks:")
-    for name, count in top(fallback):
-        print(f"  {count:>10,}  {name}")
-    print("counters:")
-    for name in sorted(counters):
-        value = counters[name]
-        print(f"  {name}: {fmt_bytes(value) if name.endswith('_bytes') else f'{value:,}'}")
+    if on_tpu:
+        est = torchtpu.metrics.estimate()
+        report["estimate"] = est
+        print(f"estimated TPU time:  {est['device_time_s'] * 1e3:.1f} ms in {est['launches']:,} "
+              f"launches, {est['device_time_s'] * 1e3 / args.steps:.3f} ms per step on "
+              f"{est['chip']} (cost model, not measured; includes sampling)")
     print(rule)
     print(torchtpu.metrics.report(limit=10))
     print(rule)

@@ -143,7 +143,7 @@ std::string op_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
-void note_fallback(const std::string& name) {
+void note_fallback(const std::string& name, const char* why) {
   const FallbackMode mode = fallback_mode();
   TORCH_CHECK_NOT_IMPLEMENTED(
       mode != FallbackMode::error, "The operator '", name,
@@ -152,10 +152,12 @@ void note_fallback(const std::string& name) {
       "torchtpu.set_fallback_mode(\"warn\").");
   runtime::metrics::count_fallback(name);
   if (mode == FallbackMode::warn && first_time(name)) {
-    TORCH_WARN("The operator '", name,
-               "' has no native TPU kernel yet and runs on the CPU through the fallback, with "
-               "copies to and from the device. It is counted in torchtpu.metrics; "
-               "TORCHTPU_FALLBACK=error makes it an error. (Warned once per operator.)");
+    TORCH_WARN("The operator '", name, "' ",
+               why != nullptr ? why
+                              : "has no native TPU kernel yet and runs on the CPU through the "
+                                "fallback, with copies to and from the device.",
+               " It is counted in torchtpu.metrics; TORCHTPU_FALLBACK=error makes it an error. "
+               "(Warned once per operator.)");
   }
 }
 

@@ -25,8 +25,8 @@ void set_fallback_mode(FallbackMode mode);
 // The bookkeeping of one op run on the host for want of a TPU kernel: raises in error mode,
 // otherwise counts it in torchtpu.metrics and warns once per name in warn mode. The boxed
 // fallback calls it, and so do native kernels that hand a case the TPU does not support (say,
-// a float64 matmul) to the host.
-void note_fallback(const std::string& name);
+// a float64 matmul) to the host. `why` replaces the standard explanation in the warning.
+void note_fallback(const std::string& name, const char* why = nullptr);
 
 // "aten::add.Tensor": the op's name and overload, as metrics and messages show it.
 std::string op_name(const c10::OperatorHandle& op);

@@ -66,7 +66,7 @@ const char* const kVpuOps[] = {
     "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
     "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
     "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where",
-    "lerp", "addcmul", "addcdiv", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite",
+    "lerp", "addcmul", "addcdiv", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill",
     // activations and their backward
@@ -191,7 +191,11 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       slot = list;
     }
   }
-  if (foreign) note_fallback(name + " (float64/complex)");
+  if (foreign) {
+    note_fallback(name + " (float64/complex)",
+                  "uses float64 or complex values, which the TPU does not support; it runs on "
+                  "the host, in place on the device memory.");
+  }
   runtime::metrics::count_op(name);
 
   {
@@ -247,7 +251,10 @@ bool routed_to_out_variant(const c10::OperatorHandle& op) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   std::unordered_map<std::string, bool> wanted;
-  for (const char* name : kVpuOps) wanted[std::string("aten::") + name] = true;
+  for (const char* name : kVpuOps) {
+    wanted[std::string("aten::") + name] = true;
+    wanted[std::string("aten::") + name + "_"] = true;  // the in-place form, e.g. masked_fill_
+  }
   for (const auto& op_name : c10::Dispatcher::singleton().getAllOpNames()) {
     if (!wanted.count(op_name.name)) continue;
     auto handle = c10::Dispatcher::singleton().findOp(op_name);

@@ -6,6 +6,7 @@
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
 #include "runtime/Metrics.h"
+#include "sim/CostModel.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
@@ -36,6 +37,13 @@ namespace {
 
 using runtime::metrics::count;
 using runtime::metrics::count_op;
+
+// Charges a launch that writes `t` (and reads `reads` more bytes) to the cost model.
+void charge_vector(const char* op, const at::Tensor& t, double units, double reads = 0) {
+  const double bytes =
+      sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size())) + reads;
+  sim::record(op, sim::cost_model().vector(t.numel(), units, bytes));
+}
 
 void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided,
@@ -108,6 +116,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::Tensor dst_host = dst_tpu ? host_alias(dst) : dst;
   at::Tensor src_host = src_tpu ? host_alias(self) : self;
   at::native::copy_(dst_host, src_host, non_blocking);
+  if (src_tpu && dst_tpu) {  // a copy or cast on the device: one VPU pass
+    charge_vector("aten::_copy_from", dst, 1,
+                  sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
+  }
   return dst;
 }
 
@@ -194,6 +206,7 @@ void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
   count_op("aten::fill_.Scalar");
   host_alias(self).fill_(value);
+  charge_vector("aten::fill_", self, 1);
   return self;
 }
 
@@ -201,18 +214,21 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   count_op("aten::fill_.Tensor");
   check_scalar_operand(self, value);
   host_alias(self).fill_(value.is_cpu() ? value.item() : host_alias(value).item());
+  charge_vector("aten::fill_", self, 1);
   return self;
 }
 
 at::Tensor& zero_(at::Tensor& self) {
   count_op("aten::zero_");
   host_alias(self).zero_();
+  charge_vector("aten::zero_", self, 1);
   return self;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Random fills with the device generator (see runtime/Generator.h).
 
+// Random fills: the VPU's generator plus the distribution's transform (an assumed 4 units).
 template <typename Fill>
 at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& gen, Fill&& fill) {
   at::Generator g = gen.has_value() && gen->defined()
@@ -224,6 +240,7 @@ at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& ge
   auto alias = host_alias(self);
   fill(alias, host);
   impl->assign_from_host(host);
+  charge_vector("aten::random", self, 4);
   return self;
 }
 

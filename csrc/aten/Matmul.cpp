@@ -53,7 +53,9 @@ bool product(const std::string& op, const at::Tensor& a, const at::Tensor& b,
     sim::matmul(a, b, product_out);
     return true;
   }
-  note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")");
+  note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")",
+                "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
+                "passes, float16 and int8); it runs on the host, in place on the device memory.");
   at::matmul_out(const_cast<at::Tensor&>(product_out), a, b);
   return false;
 }

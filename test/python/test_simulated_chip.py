@@ -1,0 +1,213 @@
+"""The simulated chip seen from PyTorch: MXU numerics per precision level, the VPU executor
+against the CPU, the cost model's records, and bad input."""
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchtpu
+
+
+def exact(a, b):
+    return (a.double() @ b.double())
+
+
+def test_precision_levels_follow_torch_and_the_scope():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 512), torch.randn(512, 32)
+    ta, tb = a.to("tpu"), b.to("tpu")
+    errors = {}
+    try:
+        for level in ("highest", "high", "medium"):
+            torch.set_float32_matmul_precision(level)
+            assert torch.tpu.get_matmul_precision() == level
+            errors[level] = ((ta @ tb).cpu().double() - exact(a, b)).abs().max().item()
+    finally:
+        torch.set_float32_matmul_precision("highest")
+    # One bf16 pass loses ~2^-9 per product; bf16_3x recovers to ~2^-17; six passes is fp32.
+    assert errors["medium"] > 1e-3
+    assert errors["high"] < errors["medium"] / 50
+    assert errors["highest"] <= errors["high"] and errors["highest"] < 1e-4
+    with torch.tpu.precision("medium"):
+        assert torch.tpu.get_matmul_precision() == "medium"
+        scoped = ((ta @ tb).cpu().double() - exact(a, b)).abs().max().item()
+    assert torch.tpu.get_matmul_precision() == "highest"
+    # Under the global "medium" PyTorch's own CPU GEMM also switches to bf16 (oneDNN), so the
+    # host adds the same exact products in another order: equal within fp32 rounding.
+    assert abs(scoped - errors["medium"]) < 1e-3 * errors["medium"]
+
+
+def test_highest_matches_cpu_float32():
+    # At "highest" the six bf16 passes equal an fp32 GEMM up to terms below 2^-32 relative and
+    # the order of the fp32 additions; both sides here run PyTorch's CPU GEMM.
+    torch.manual_seed(1)
+    a, b = torch.randn(33, 70), torch.randn(70, 17)
+    torch.testing.assert_close((a.to("tpu") @ b.to("tpu")).cpu(), a @ b, rtol=1.3e-6, atol=1e-5)
+
+
+def test_bf16_and_int8():
+    torch.manual_seed(2)
+    a, b = torch.randn(40, 300).bfloat16(), torch.randn(300, 24).bfloat16()
+    out = (a.to("tpu") @ b.to("tpu")).cpu()
+    assert out.dtype == torch.bfloat16
+    # bf16 products are exact and accumulate in fp32: one bf16 rounding of the result.
+    torch.testing.assert_close(out.float(), exact(a, b).float(), rtol=2**-8, atol=1e-3)
+    i, j = torch.randint(-128, 128, (16, 64), dtype=torch.int8), torch.randint(-128, 128, (64, 8), dtype=torch.int8)
+    assert torch.equal(torch._int_mm(i.to("tpu"), j.to("tpu")).cpu(), torch._int_mm(i, j))
+    assert torch.equal((i.to("tpu") @ j.to("tpu")).cpu(), i @ j)  # int8 result wraps like the CPU
+
+
+def test_float64_matmul_is_a_counted_fallback():
+    torchtpu.metrics.reset()
+    a = torch.randn(4, 4, dtype=torch.float64)
+    assert torch.equal((a.to("tpu") @ a.to("tpu")).cpu(), a @ a)
+    assert torchtpu.metrics.fallbacks() == {"aten::mm (Double)": 1}
+    torchtpu.set_fallback_mode("error")
+    with pytest.raises(NotImplementedError, match=r"aten::mm \(Double\)"):
+        a.to("tpu") @ a.to("tpu")
+
+
+def test_cost_model_records_each_launch():
+    torchtpu.metrics.reset()
+    a = torch.randn(512, 512, device="tpu")
+    torchtpu.metrics.reset()
+    a @ a
+    est = torchtpu.metrics.estimate()
+    assert est["chip"] == "v5e" and est["launches"] == 1
+    assert est["flops"] == 2 * 512**3
+    assert est["mxu_flops"] == 6 * 2 * 512**3  # six passes at "highest", no padding
+    assert est["device_time_s"] > 0 and set(torchtpu.metrics.op_times()) == {"aten::mm"}
+    assert "estimated for TPU v5e (cost model, not measured)" in torchtpu.metrics.report()
+    torchtpu.metrics.reset()
+    torch.randn(1024, 1024, device="tpu") + 1  # two launches: the random fill and the add
+    est = torchtpu.metrics.estimate()
+    assert est["launches"] == 2 and est["launches_bound_by"] == {"hbm": 2}
+    assert set(torchtpu.metrics.op_times()) == {"aten::random", "aten::add.out"}
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3), (4, 5)), ((2, 3, 4), (2, 5, 6))])
+def test_shape_errors_match_cpu(a_shape, b_shape):
+    fn = torch.mm if len(a_shape) == 2 else torch.bmm
+    with pytest.raises(RuntimeError) as cpu:
+        fn(torch.ones(a_shape), torch.ones(b_shape))
+    with pytest.raises(RuntimeError) as tpu:
+        fn(torch.ones(a_shape, device="tpu"), torch.ones(b_shape, device="tpu"))
+    assert str(tpu.value) == str(cpu.value)
+
+
+def test_dtype_mismatch_is_an_error():
+    with pytest.raises(RuntimeError, match="same dtype"):
+        torch.ones(2, 2, device="tpu") @ torch.ones(2, 2, dtype=torch.float64, device="tpu")
+
+
+VPU_CASES = {
+    "add_broadcast": lambda x, y: x + y[0],
+    "mul_scalar": lambda x, y: x * 3.5,
+    "div": lambda x, y: x / (y.abs() + 1),
+    "pow_exp_log": lambda x, y: torch.log1p(torch.exp(x).pow(1.5)),
+    "activations": lambda x, y: F.gelu(x) + F.silu(y) + torch.tanh(x) * torch.sigmoid(y) + F.relu(x),
+    "where_clamp": lambda x, y: torch.where(x > y, x.clamp(-0.5, 0.5), y.clamp_min(0)),
+    "compare_logical": lambda x, y: ((x > 0) & (y < 0)) | (x == y),
+    "reductions": lambda x, y: torch.stack([x.sum(), x.mean(), x.amax(), y.amin(), x.var(), y.std(), x.norm()]),
+    "dim_reductions": lambda x, y: x.sum(1) + y.mean(0)[:1] + x.logsumexp(1) + x.max(1).values,
+    "arg": lambda x, y: torch.stack([x.argmax(1), y.argmin(1)]),
+    "scan": lambda x, y: x.cumsum(1) + y.cumprod(0),
+    "softmax": lambda x, y: F.softmax(x, -1) + F.log_softmax(y, 0),
+    "layer_norm": lambda x, y: F.layer_norm(x, x.shape[-1:], y[0], y[1]),
+    "group_norm": lambda x, y: F.group_norm(x.view(2, 4, -1), 2),
+    "index": lambda x, y: x[torch.tensor([0, 2], device=x.device)] + x.index_select(1, torch.tensor([1, 0, 3], device=x.device)).sum(),
+    "gather_scatter": lambda x, y: x.gather(1, (y.abs() * 3).long().clamp(max=5)[: x.shape[0]]).scatter_add(0, torch.zeros(1, 6, dtype=torch.long, device=x.device), y[:1]),
+    "masked": lambda x, y: x.masked_fill(y[: x.shape[0]] > 0, -1.0),
+    "cat_flip_roll": lambda x, y: torch.cat([x.flip(0), x.roll(2, 1)], 1),
+    "tril_pad": lambda x, y: F.pad(x.tril(), (1, 2, 0, 1), value=0.5),
+    "sort_topk": lambda x, y: torch.cat([x.sort(1).values, x.topk(2, 1).values], 1),
+    "transpose_contiguous": lambda x, y: x.t().contiguous() * y.t(),
+    "losses": lambda x, y: torch.stack([F.mse_loss(x, y[: x.shape[0]]), F.cross_entropy(x, torch.arange(x.shape[0], device=x.device) % 6), F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y[: x.shape[0]]))]),
+    "empty": lambda x, y: (x[:0] * 2).sum(0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VPU_CASES))
+def test_vpu_ops_match_cpu_without_fallback(case):
+    torch.manual_seed(3)
+    x, y = torch.randn(8, 6), torch.randn(8, 6)
+    expected = VPU_CASES[case](x, y)
+    torchtpu.metrics.reset()
+    got = VPU_CASES[case](x.to("tpu"), y.to("tpu"))
+    assert got.device.type == "tpu"
+    # The VPU executor runs PyTorch's own CPU kernels on the device memory: identical results.
+    torch.testing.assert_close(got.cpu(), expected, rtol=0, atol=0)
+    assert torchtpu.metrics.fallbacks() == {}
+
+
+def test_in_place_on_views_and_out_resize():
+    base = torch.zeros(4, 5, device="tpu")
+    base[:, 1].add_(2)                 # in place through a strided view
+    base.t()[3].mul_(0).add_(7)        # and through a transposed one
+    expected = torch.zeros(4, 5)
+    expected[:, 1] += 2
+    expected.t()[3].mul_(0).add_(7)
+    assert torch.equal(base.cpu(), expected)
+    out = torch.empty(0, device="tpu")
+    torch.mul(torch.ones(3, 3, device="tpu"), 2, out=out)  # the out tensor is resized
+    assert out.shape == (3, 3) and torch.equal(out.cpu(), torch.full((3, 3), 2.0))
+    idx = torch.nonzero(torch.tensor([0.0, 1.0, 0.0, 3.0], device="tpu"))
+    assert idx.device.type == "tpu" and idx.cpu().view(-1).tolist() == [1, 3]
+
+
+def test_float64_elementwise_is_a_counted_fallback():
+    torchtpu.metrics.reset()
+    x = torch.ones(3, dtype=torch.float64, device="tpu")
+    assert torch.equal((x * 2).cpu(), torch.full((3,), 2.0, dtype=torch.float64))
+    assert any(k.startswith("aten::mul") and "float64" in k for k in torchtpu.metrics.fallbacks())
+
+
+class Block(nn.Module):
+    """A transformer block: embedding, causal multi-head attention, GELU MLP, layer norms,
+    residuals and a language-model head."""
+
+    def __init__(self, d=64, heads=4, vocab=50):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        h = self.ln1(x)
+        T = idx.shape[1]
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=idx.device), 1)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        x = x + self.mlp(self.ln2(x))
+        return self.head(x)
+
+
+def test_transformer_block_training_step_has_no_fallback_and_matches_cpu():
+    torch.manual_seed(0)
+    model = Block()
+    idx, tgt = torch.randint(0, 50, (4, 16)), torch.randint(0, 50, (4, 16))
+    results = {}
+    for dev in ("cpu", "tpu"):
+        m = copy.deepcopy(model).to(dev)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+        torchtpu.metrics.reset()
+        loss = F.cross_entropy(m(idx.to(dev)).flatten(0, 1), tgt.to(dev).flatten())
+        opt.zero_grad()
+        loss.backward()
+        grads = [p.grad.detach().cpu().clone() for p in m.parameters()]
+        opt.step()
+        results[dev] = (loss.item(), grads, [p.detach().cpu() for p in m.parameters()])
+        if dev == "tpu":
+            assert torchtpu.metrics.fallbacks() == {}, torchtpu.metrics.fallbacks()
+            assert torchtpu.metrics.estimate()["flops"] > 0
+    # Matmuls at "highest" equal fp32 GEMMs up to 2^-32 relative terms and addition order;
+    # addmm adds its bias after the product instead of inside the GEMM (one extra fp32
+    # rounding per element). PyTorch's float32 assert_close tolerance covers both.
+    torch.testing.assert_close(results["tpu"][0], results["cpu"][0], rtol=1.3e-6, atol=1e-5)
+    torch.testing.assert_close(results["tpu"][1], results["cpu"][1], rtol=1.3e-6, atol=1e-5)
+    # AdamW divides by sqrt(v) + eps, which turns a 1e-9 gradient difference on a near-zero
+    # gradient into up to lr (1e-3) in the step; one step moves every parameter by at most lr.
+    torch.testing.assert_close(results["tpu"][2], results["cpu"][2], rtol=0, atol=1e-3)
