@@ -7,17 +7,22 @@
 //     replaced on the stack by a host alias: a CPU tensor over the same bytes, whose storage
 //     is resizable (a CPU kernel that resizes an out= argument gets fresh memory);
 //  2. random ops get the device generator lent as a CPU generator (GeneratorLoan);
-//  3. the CPU kernel runs, in place on device memory;
+//  3. the CPU kernel runs, in place on device memory; for ops that return new tensors, host
+//     allocations are routed to the device's HBM while it runs (HostAllocationsOnDevice);
 //  4. results become TPU tensors again: a result that is an argument (in-place, out=) maps back
-//     to that argument, whose shape is synced if the kernel resized it; a new result is copied
-//     to the device (counted as vpu.result_copies).
+//     to that argument, whose shape is synced if the kernel resized it; a new result takes its
+//     device-resident memory over without a copy (anything else is copied and counted as
+//     vpu.result_copies).
 // Functional and in-place variants of structured ops are not registered here: PyTorch's
 // CompositeExplicitAutogradNonFunctional kernels of those allocate the result on the device
-// and call the out= variant, which runs here without any copy.
-// float64 and complex are not TPU types: such calls still run here, in place, but are counted
-// as fallbacks (and raise in TORCHTPU_FALLBACK=error mode).
+// and call the out= variant, which runs here with no allocation routed at all (so a kernel's
+// internal temporaries, such as a widened copy of the input, stay in host memory).
+// float64 and complex have no TPU hardware support: the VPU ops on them are treated as an
+// emulation (as XLA emulates float64 on TPUs), counted per op as "emulated.<op>" and charged
+// kEmulationFactor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
+#include "runtime/Allocator.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 
@@ -58,6 +63,10 @@ const std::unordered_map<std::string_view, double>& vpu_units() {
   };
   return units;
 }
+
+// float64 / complex work costs this many times the float32 VPU cycles (an assumption: a
+// double-float emulation takes on the order of ten float32 operations per operation).
+constexpr double kEmulationFactor = 10.0;
 
 // The ops the VPU executor takes, by base name (every overload with a CPU kernel).
 const char* const kVpuOps[] = {
@@ -127,13 +136,34 @@ at::Tensor resizable_host_alias(const at::Tensor& t) {
   return alias;
 }
 
+// A TPU tensor for a new host result: it takes the result's memory over when that is a device
+// block owned by this result alone, and copies it otherwise.
+at::Tensor to_device_result(const at::Tensor& host, c10::Device device) {
+  if (!host.defined()) return host;
+  c10::StorageImpl* storage = host.storage().unsafeGetStorageImpl();
+  if (c10::raw::intrusive_ptr::use_count(storage) == 1) {
+    c10::DataPtr taken = runtime::take_device_block(storage->mutable_data_ptr());
+    if (taken || storage->nbytes() == 0) {
+      if (!taken) taken = c10::DataPtr(nullptr, device);
+      c10::Storage adopted(c10::Storage::use_byte_size_t(), storage->nbytes(), std::move(taken),
+                           &runtime::allocator(), /*resizable=*/true);
+      auto out = at::detail::make_tensor<c10::TensorImpl>(
+          std::move(adopted), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), host.dtype());
+      out.unsafeGetTensorImpl()->set_sizes_and_strides(host.sizes(), host.strides(),
+                                                       host.storage_offset());
+      return out;
+    }
+  }
+  runtime::metrics::count("vpu.result_copies");
+  return on_device(host, device);
+}
+
 // After the kernel: make a TPU argument reflect what the kernel did to its host alias.
 void sync_argument(const at::Tensor& dev, const at::Tensor& alias) {
   const bool moved = alias.storage().data() != dev.storage().data();
   if (moved) {
-    // The kernel resized the argument beyond its storage, into host memory: copy it back.
-    runtime::metrics::count("vpu.result_copies");
-    const_cast<at::Tensor&>(dev).set_(on_device(alias, dev.device()));
+    // The kernel resized the argument beyond its storage: the argument takes the new memory.
+    const_cast<at::Tensor&>(dev).set_(to_device_result(alias, dev.device()));
     return;
   }
   if (alias.sizes() != dev.sizes() || alias.strides() != dev.strides() ||
@@ -153,6 +183,8 @@ bool is_foreign_dtype(const at::Tensor& t) {
   return s == at::kDouble || at::isComplexType(s);
 }
 
+// route_results: the op returns new tensors, so its host allocations go to device memory.
+template <bool route_results>
 void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
@@ -191,16 +223,14 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       slot = list;
     }
   }
-  if (foreign) {
-    note_fallback(name + " (float64/complex)",
-                  "uses float64 or complex values, which the TPU does not support; it runs on "
-                  "the host, in place on the device memory.");
-  }
+  if (foreign) runtime::metrics::count("emulated." + name);
   runtime::metrics::count_op(name);
 
   {
     GeneratorLoan loan(op, stack, device);
     const c10::DeviceGuard guard(*device);
+    std::optional<runtime::HostAllocationsOnDevice> routed;
+    if (route_results) routed.emplace(device->index());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
 
@@ -216,8 +246,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
     }
     bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
     elements = std::max<int64_t>(elements, t.numel());
-    runtime::metrics::count("vpu.result_copies");
-    return on_device(t, *device);
+    return to_device_result(t, *device);
   };
   const size_t num_returns = schema.returns().size();
   for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) {
@@ -233,7 +262,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
 
   const auto& units = vpu_units();
   auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
-  const double u = it == units.end() ? 1.0 : it->second;
+  const double u = (it == units.end() ? 1.0 : it->second) * (foreign ? kEmulationFactor : 1.0);
   sim::record(name, sim::cost_model().vector(elements, u, bytes));
 }
 
@@ -245,6 +274,13 @@ bool has_own_kernel(const c10::OperatorHandle& op) {
 // result on the device and calls the out= variant.
 bool routed_to_out_variant(const c10::OperatorHandle& op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
+bool returns_new_tensors(const c10::FunctionSchema& schema) {
+  for (const auto& ret : schema.returns()) {
+    if (ret.alias_info() == nullptr) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -264,7 +300,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     const std::string full = op_name.overload_name.empty()
                                  ? op_name.name
                                  : op_name.name + "." + op_name.overload_name;
-    m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel>());
+    if (returns_new_tensors(handle->schema())) {
+      m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel<true>>());
+    } else {
+      m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel<false>>());
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
 #include <cstdio>
@@ -319,6 +320,84 @@ bool is_pinned_ptr(const void* ptr) {
   if (it == s.blocks.begin()) return false;
   --it;
   return address < it->first + it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host allocations routed to device memory.
+namespace {
+
+thread_local c10::DeviceIndex tls_host_to_device = -1;
+c10::DeleterFnPtr host_raw_deleter = nullptr;
+
+bool owns_block(void* ptr) {
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  return s.blocks.count(ptr) != 0;
+}
+
+// raw_allocate / raw_deallocate pairs of the routing allocator can hold either kind of memory.
+void routed_raw_delete(void* ptr) {
+  if (ptr != nullptr && owns_block(ptr)) {
+    delete_block(ptr);
+  } else if (host_raw_deleter != nullptr) {
+    host_raw_deleter(ptr);
+  }
+}
+
+class RoutingCpuAllocator final : public c10::Allocator {
+ public:
+  explicit RoutingCpuAllocator(c10::Allocator* host) : host_(host) {}
+  c10::DataPtr allocate(size_t bytes) override {
+    if (tls_host_to_device < 0) return host_->allocate(bytes);
+    c10::DataPtr block = allocator().allocate_on(tls_host_to_device, bytes);
+    block.unsafe_set_device(c10::Device(c10::kCPU));
+    return block;
+  }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return host_->raw_deleter() != nullptr ? &routed_raw_delete : nullptr;
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+
+ private:
+  c10::Allocator* host_;
+};
+
+void install_routing_allocator() {
+  static const bool installed = [] {
+    c10::Allocator* host = c10::GetCPUAllocator();
+    host_raw_deleter = host->raw_deleter();
+    static RoutingCpuAllocator routing(host);
+    c10::SetCPUAllocator(&routing, /*priority=*/100);
+    return true;
+  }();
+  (void)installed;
+}
+
+}  // namespace
+
+HostAllocationsOnDevice::HostAllocationsOnDevice(c10::DeviceIndex device)
+    : previous_(tls_host_to_device) {
+  install_routing_allocator();
+  tls_host_to_device = device;
+}
+
+HostAllocationsOnDevice::~HostAllocationsOnDevice() { tls_host_to_device = previous_; }
+
+c10::DataPtr take_device_block(c10::DataPtr& data) {
+  if (data.get_deleter() != &delete_block) return c10::DataPtr();
+  auto& s = state();
+  c10::DeviceIndex device;
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    auto it = s.blocks.find(data.get_context());
+    if (it == s.blocks.end()) return c10::DataPtr();
+    device = it->second.device;
+  }
+  c10::DataPtr taken = std::move(data);
+  taken.unsafe_set_device(tpu_device(device));
+  return taken;
 }
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &allocator());

@@ -54,6 +54,27 @@ class Allocator final : public c10::DeviceAllocator {
 // The registered instance.
 Allocator& allocator();
 
+// While one is alive on a thread, CPU allocations made on that thread come from the simulated
+// HBM of `device` (their DataPtr still says CPU). Host code that creates new results on behalf
+// of a TPU kernel runs under it, so that those results already live in device memory and can
+// be handed to TPU tensors without a copy (take_device_block). Installs a forwarding CPU
+// allocator on first use; other threads and other times are unaffected.
+class HostAllocationsOnDevice {
+ public:
+  explicit HostAllocationsOnDevice(c10::DeviceIndex device);
+  ~HostAllocationsOnDevice();
+  HostAllocationsOnDevice(const HostAllocationsOnDevice&) = delete;
+  HostAllocationsOnDevice& operator=(const HostAllocationsOnDevice&) = delete;
+
+ private:
+  c10::DeviceIndex previous_;
+};
+
+// If `data` (a CPU DataPtr) is a block of the simulated HBM, moves it out of `data` and
+// returns it re-labelled with its TPU device; otherwise returns an empty DataPtr and leaves
+// `data` alone.
+c10::DataPtr take_device_block(c10::DataPtr& data);
+
 
 // Host memory handed out for pin_memory(): ordinary host memory, remembered so that
 // is_pinned() can answer.

@@ -2,8 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/sub.h>
-#include <ATen/ops/add.h>
+#include <ATen/Parallel.h>
 #include <ATen/ops/matmul.h>
 #include <c10/util/Exception.h>
 
@@ -12,7 +11,24 @@ namespace {
 
 thread_local std::optional<Precision> tls_override;
 
-at::Tensor bf16_hi(const at::Tensor& x) { return x.to(at::kBFloat16).to(at::kFloat); }
+// One pass over a float32 tensor: the bf16 part `part` (0 hi, 1 mid) or the prefix sum of parts
+// 0..upto, computed by sim/Numerics in parallel blocks. The result is contiguous.
+at::Tensor bf16_split(const at::Tensor& x, int index, bool prefix) {
+  const at::Tensor src = x.contiguous();
+  at::Tensor dst = at::empty(src.sizes(), src.options());
+  const float* in = src.const_data_ptr<float>();
+  float* out = dst.mutable_data_ptr<float>();
+  at::parallel_for(0, src.numel(), 32768, [&](int64_t begin, int64_t end) {
+    if (prefix) {
+      bf16_prefix(in + begin, out + begin, end - begin, index);
+    } else {
+      bf16_part(in + begin, out + begin, end - begin, index);
+    }
+  });
+  return dst;
+}
+
+at::Tensor bf16_hi(const at::Tensor& x) { return bf16_split(x, 0, false); }
 
 // out = a @ b in fp32 with the passes of `precision` (see the header).
 void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
@@ -23,9 +39,9 @@ void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
       return;
     case Precision::kHigh: {
       const at::Tensor a_hi = bf16_hi(a);
-      const at::Tensor a_mid = bf16_hi(at::sub(a, a_hi));
+      const at::Tensor a_mid = bf16_split(a, 1, false);
       const at::Tensor b_hi = bf16_hi(b);
-      const at::Tensor b_hi_mid = at::add(b_hi, bf16_hi(at::sub(b, b_hi)));  // exact: 16 significant bits
+      const at::Tensor b_hi_mid = bf16_split(b, 1, true);  // hi + mid: exact, 16 significant bits
       at::matmul_out(const_cast<at::Tensor&>(out), a_hi, b_hi_mid);
       out.add_(at::matmul(a_mid, b_hi));
       return;

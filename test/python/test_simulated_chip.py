@@ -156,11 +156,24 @@ def test_in_place_on_views_and_out_resize():
     assert idx.device.type == "tpu" and idx.cpu().view(-1).tolist() == [1, 3]
 
 
-def test_float64_elementwise_is_a_counted_fallback():
-    torchtpu.metrics.reset()
+def test_float64_elementwise_is_a_counted_emulation():
     x = torch.ones(3, dtype=torch.float64, device="tpu")
+    torchtpu.metrics.reset()
     assert torch.equal((x * 2).cpu(), torch.full((3,), 2.0, dtype=torch.float64))
-    assert any(k.startswith("aten::mul") and "float64" in k for k in torchtpu.metrics.fallbacks())
+    assert torchtpu.metrics.counters()["emulated.aten::mul.out"] == 1
+    assert torchtpu.metrics.fallbacks() == {}
+
+
+def test_new_results_land_in_device_memory_without_copies():
+    x = torch.randn(256, 512, device="tpu")
+    torchtpu.metrics.reset()
+    before = torch.tpu.memory_allocated()
+    y, mean, rstd = torch.ops.aten.native_layer_norm(x, [512], None, None, 1e-5)
+    assert y.device.type == "tpu" and mean.device.type == "tpu"
+    # Exactly the three results are new in device memory (rounded to the allocator's classes).
+    assert torch.tpu.memory_allocated() - before == 512 * 1024 + 2 * 1024
+    assert "vpu.result_copies" not in torchtpu.metrics.counters()
+    torch.testing.assert_close(y.cpu(), F.layer_norm(x.cpu(), [512]), rtol=0, atol=0)
 
 
 class Block(nn.Module):
