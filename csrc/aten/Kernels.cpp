@@ -1,6 +1,7 @@
 // Native PrivateUse1 kernels of the runtime layer: factories, copies, views, scalar reads, fills
 // and the random fills that use the device generator. Every other aten op reaches the CPU
-// fallback (Fallback.cpp) until it has a kernel of its own.
+// fallback (Fallback.cpp) until it has a kernel of its own; the matmul family and convolutions
+// are in Matmul.cpp, the VPU ops in HostExecution.cpp.
 #include "aten/HostAlias.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
@@ -15,8 +16,6 @@
 #include <ATen/ops/_has_compatible_shallow_copy_type_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/convolution.h>
-#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
@@ -283,40 +282,6 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 }
 
 // ---------------------------------------------------------------------------------------------
-// Convolution. For a backend other than CPU/CUDA, PyTorch routes convolutions to the
-// *_overrideable entry points, whose CPU kernels only raise, so the fallback cannot serve them.
-// Until the MXU lowering exists (sim/), they run PyTorch's host convolution on the device memory.
-
-at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
-                                    const std::optional<at::Tensor>& bias,
-                                    c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                    c10::IntArrayRef dilation, bool transposed,
-                                    c10::IntArrayRef output_padding, int64_t groups) {
-  count_op("aten::convolution_overrideable");
-  const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
-  check_same_device("aten::convolution", {&input, &weight, b});
-  std::optional<at::Tensor> host_bias;
-  if (b != nullptr && b->defined()) host_bias = host_alias(*b);
-  auto out = at::convolution(host_alias(input), host_alias(weight), host_bias, stride, padding,
-                             dilation, transposed, output_padding, groups);
-  return on_device(out, input.device());
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
-    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
-    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
-    c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  count_op("aten::convolution_backward_overrideable");
-  check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
-  const std::vector<int64_t> bias_sizes{weight.size(transposed ? 1 : 0) * (transposed ? groups : 1)};
-  auto [gi, gw, gb] = at::convolution_backward(
-      host_alias(grad_output), host_alias(input), host_alias(weight), bias_sizes, stride, padding,
-      dilation, transposed, output_padding, groups, output_mask);
-  const auto device = input.device();
-  return {on_device(gi, device), on_device(gw, device), on_device(gb, device)};
-}
-
-// ---------------------------------------------------------------------------------------------
 // Batch norm. native_batch_norm updates running_mean/running_var in place although its schema
 // does not mark them as written, so the copying CPU fallback would lose the update. It runs on
 // host aliases instead, which write the running statistics straight into device memory.
@@ -411,8 +376,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", random_to_);
   m.impl("random_.from", random_from_);
   m.impl("exponential_", exponential_);
-  m.impl("convolution_overrideable", convolution_overrideable);
-  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
   m.impl("native_batch_norm", native_batch_norm);
   m.impl("native_batch_norm_backward", native_batch_norm_backward);
 }

@@ -1,5 +1,6 @@
-// The matmul family on the simulated MXU: mm, bmm, addmm, baddbmm, addmv (mv), dot, vdot,
-// _int_mm. PyTorch's matmul, linear and mv decompose into these. Each kernel checks its inputs
+// The matmul family and convolutions on the simulated MXU: mm, bmm, addmm, baddbmm, addmv (mv),
+// dot, vdot, _int_mm, and convolution forward and backward (1-, 2- and 3-d, grouped, strided,
+// dilated, transposed). PyTorch's matmul, linear and mv decompose into these. Each kernel checks its inputs
 // with CPU's rules and messages, sizes its output, runs the product through sim::matmul (TPU
 // numerics) and charges the launch to the cost model. dtypes the MXU does not take (float64,
 // complex, integers other than int8) run the host kernel on the device memory instead, counted
@@ -14,6 +15,8 @@
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>
 #include <ATen/ops/baddbmm.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/dot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
@@ -225,6 +228,152 @@ at::Tensor int_mm(const at::Tensor& self, const at::Tensor& mat2) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Convolution. PyTorch routes a new backend's convolutions to the *_overrideable entry points.
+// A convolution is bilinear in (input, weight), so it follows the MXU numerics exactly as a
+// matmul does (sim::bilinear_passes): PyTorch's host convolution runs on bf16 parts of the
+// operands, with exact products and fp32 accumulation. The cost is charged as the im2col
+// matmul the TPU runs: M = batch x output positions, K = input channels per group x kernel
+// positions, N = output channels per group, one matmul per group.
+
+int64_t prod(c10::IntArrayRef xs) {
+  int64_t p = 1;
+  for (auto x : xs) p *= x;
+  return p;
+}
+
+sim::Estimate conv_estimate(const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& output, bool transposed, int64_t groups) {
+  // For a transposed convolution the roles of input and output positions swap.
+  const at::Tensor& positions = transposed ? input : output;
+  const int64_t M = positions.size(0) * prod(positions.sizes().slice(2));
+  const int64_t kernel = prod(weight.sizes().slice(2));
+  const int64_t K = transposed ? weight.size(0) / groups : weight.size(1) * kernel;
+  const int64_t N = transposed ? weight.size(1) * kernel : weight.size(0) / groups;
+  const int bytes = static_cast<int>(input.element_size());
+  const double hbm = sim::CostModel::padded_bytes(input.sizes(), bytes) +
+                     sim::CostModel::padded_bytes(weight.sizes(), bytes) +
+                     sim::CostModel::padded_bytes(output.sizes(), bytes);
+  return sim::cost_model().matmul(groups, M, K, N, sim::matmul_passes(input.scalar_type()), bytes,
+                                  hbm);
+}
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias,
+                                    c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                    c10::IntArrayRef dilation, bool transposed,
+                                    c10::IntArrayRef output_padding, int64_t groups) {
+  count_op("aten::convolution_overrideable");
+  const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
+  check_same_device("aten::convolution", {&input, &weight, b});
+  std::optional<at::Tensor> h_bias;
+  if (b != nullptr && b->defined()) h_bias = host_alias(*b);
+  auto conv = [&](const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& bb) {
+    return at::convolution(x, w, bb, stride, padding, dilation, transposed, output_padding, groups);
+  };
+  const at::Tensor x = host_alias(input), w = host_alias(weight);
+  const auto dtype = input.scalar_type();
+  at::Tensor out;
+  if (dtype == at::kFloat || dtype == at::kHalf) {
+    const at::Tensor xf = x.to(at::kFloat), wf = w.to(at::kFloat);
+    sim::bilinear_passes(xf, wf, sim::current_precision(),
+                         [&](const at::Tensor& xp, const at::Tensor& wp, bool accumulate) {
+                           if (accumulate) {
+                             out.add_(conv(xp, wp, std::nullopt));
+                           } else {
+                             out = conv(xp, wp, std::nullopt);
+                           }
+                         });
+    if (h_bias) {  // the bias is added on the VPU, in fp32, broadcast over channels
+      std::vector<int64_t> shape(out.dim(), 1);
+      shape[1] = out.size(1);
+      out.add_(h_bias->to(at::kFloat).view(shape));
+    }
+    if (dtype == at::kHalf) out = out.to(at::kHalf);
+  } else {
+    if (dtype != at::kBFloat16) {
+      note_fallback("aten::convolution (" + std::string(c10::toString(dtype)) + ")",
+                    "uses a dtype the MXU does not take; it runs on the host, in place on the "
+                    "device memory.");
+    }
+    out = conv(x, w, h_bias);  // bf16: PyTorch's bf16 convolution accumulates in fp32
+  }
+  at::Tensor result = on_device(out, input.device());
+  if (sim::mxu_supports(dtype)) {
+    auto e = conv_estimate(input, weight, result, transposed, groups);
+    if (h_bias) add_epilogue(e, result, *b);
+    sim::record("aten::convolution", e);
+  }
+  return result;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
+    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+    c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  count_op("aten::convolution_backward_overrideable");
+  check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
+  const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
+  auto backward = [&](const at::Tensor& go, const at::Tensor& x, const at::Tensor& w,
+                      std::array<bool, 3> mask) {
+    return at::convolution_backward(go, x, w, bias_sizes, stride, padding, dilation, transposed,
+                                    output_padding, groups, mask);
+  };
+  const at::Tensor go = host_alias(grad_output), x = host_alias(input), w = host_alias(weight);
+  const auto dtype = input.scalar_type();
+  at::Tensor gi, gw, gb;
+  if (dtype == at::kFloat || dtype == at::kHalf) {
+    // grad_input is bilinear in (grad_output, weight), grad_weight in (input, grad_output).
+    // Two calls cover the passes of both at "high": (go_hm, x_hi, w_hi) gives
+    // go_hm*w_hi and x_hi*go_hm; (go_hi, x_mid, w_mid) gives go_hi*w_mid and x_mid*go_hi.
+    const at::Tensor gof = go.to(at::kFloat), xf = x.to(at::kFloat), wf = w.to(at::kFloat);
+    const auto p = sim::current_precision();
+    std::array<bool, 3> products{output_mask[0], output_mask[1], false};
+    if (p == sim::Precision::kHighest) {
+      std::tie(gi, gw, std::ignore) = backward(gof, xf, wf, products);
+    } else if (p == sim::Precision::kDefault) {
+      std::tie(gi, gw, std::ignore) =
+          backward(sim::bf16_hi(gof), sim::bf16_hi(xf), sim::bf16_hi(wf), products);
+    } else {
+      const at::Tensor go_hi = sim::bf16_hi(gof);
+      auto [gi1, gw1, unused1] = backward(sim::bf16_hi_mid(gof), sim::bf16_hi(xf), sim::bf16_hi(wf), products);
+      auto [gi2, gw2, unused2] = backward(go_hi, sim::bf16_mid(xf), sim::bf16_mid(wf), products);
+      if (output_mask[0]) gi = gi1.add_(gi2);
+      if (output_mask[1]) gw = gw1.add_(gw2);
+    }
+    if (output_mask[2]) {  // a reduction on the VPU, in fp32
+      std::vector<int64_t> dims{0};
+      for (int64_t d = 2; d < gof.dim(); ++d) dims.push_back(d);
+      gb = gof.sum(dims);
+    }
+    if (dtype == at::kHalf) {
+      for (auto* t : {&gi, &gw, &gb}) {
+        if (t->defined()) *t = t->to(at::kHalf);
+      }
+    }
+  } else {
+    if (dtype != at::kBFloat16) {
+      note_fallback("aten::convolution_backward (" + std::string(c10::toString(dtype)) + ")",
+                    "uses a dtype the MXU does not take; it runs on the host, in place on the "
+                    "device memory.");
+    }
+    std::tie(gi, gw, gb) = backward(go, x, w, output_mask);
+  }
+  const auto device = input.device();
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> result{on_device(gi, device), on_device(gw, device),
+                                                        on_device(gb, device)};
+  if (sim::mxu_supports(dtype)) {
+    sim::Estimate e;
+    // Each gradient is one convolution-sized matmul.
+    const auto one = conv_estimate(input, weight, grad_output, transposed, groups);
+    for (int i = 0; i < 2; ++i) {
+      if (output_mask[i]) e += one;
+    }
+    if (e.launches > 0) sim::record("aten::convolution_backward", e);
+  }
+  return result;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -237,6 +386,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("vdot", vdot_kernel);
   m.impl("_int_mm", int_mm);
   m.impl("_int_mm.out", int_mm_out);
+  m.impl("convolution_overrideable", convolution_overrideable);
+  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
 }
 
 }  // namespace torchtpu::aten

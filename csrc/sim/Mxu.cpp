@@ -28,31 +28,23 @@ at::Tensor bf16_split(const at::Tensor& x, int index, bool prefix) {
   return dst;
 }
 
-at::Tensor bf16_hi(const at::Tensor& x) { return bf16_split(x, 0, false); }
-
 // out = a @ b in fp32 with the passes of `precision` (see the header).
 void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                   Precision precision) {
-  switch (precision) {
-    case Precision::kHighest:
-      at::matmul_out(const_cast<at::Tensor&>(out), a, b);
-      return;
-    case Precision::kHigh: {
-      const at::Tensor a_hi = bf16_hi(a);
-      const at::Tensor a_mid = bf16_split(a, 1, false);
-      const at::Tensor b_hi = bf16_hi(b);
-      const at::Tensor b_hi_mid = bf16_split(b, 1, true);  // hi + mid: exact, 16 significant bits
-      at::matmul_out(const_cast<at::Tensor&>(out), a_hi, b_hi_mid);
-      out.add_(at::matmul(a_mid, b_hi));
-      return;
+  bilinear_passes(a, b, precision, [&](const at::Tensor& x, const at::Tensor& y, bool accumulate) {
+    if (accumulate) {
+      out.add_(at::matmul(x, y));
+    } else {
+      at::matmul_out(const_cast<at::Tensor&>(out), x, y);
     }
-    case Precision::kDefault:
-      at::matmul_out(const_cast<at::Tensor&>(out), bf16_hi(a), bf16_hi(b));
-      return;
-  }
+  });
 }
 
 }  // namespace
+
+at::Tensor bf16_hi(const at::Tensor& x) { return bf16_split(x, 0, false); }
+at::Tensor bf16_mid(const at::Tensor& x) { return bf16_split(x, 1, false); }
+at::Tensor bf16_hi_mid(const at::Tensor& x) { return bf16_split(x, 1, true); }
 
 Precision current_precision() {
   if (tls_override) return *tls_override;

@@ -45,6 +45,37 @@ bool mxu_supports(c10::ScalarType dtype);
 // result's shape and dtype (int32 for int8 operands when `int32_out`, else the operands' dtype).
 void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 
+// The bf16 parts of a float32 host tensor (contiguous results): hi = bf16(x), mid = bf16(x -
+// hi), and hi + mid (exact in float32: 16 significant bits).
+at::Tensor bf16_hi(const at::Tensor& x);
+at::Tensor bf16_mid(const at::Tensor& x);
+at::Tensor bf16_hi_mid(const at::Tensor& x);
+
+// Any product that is bilinear in two float32 operands (a matmul, a convolution) with the MXU
+// passes of `precision`: `product(x, y)` is called on bf16 parts whose pairwise products are
+// exact in float32, and the partial results are summed:
+//   highest: product(a, b)   (the six passes up to terms below 2^-32 relative)
+//   high:    product(hi(a), (hi+mid)(b)) + product(mid(a), hi(b))
+//   medium:  product(hi(a), hi(b))
+// `accumulate` is false for the first call and true for later ones: the callee either writes
+// its result or adds it to the one it wrote.
+template <typename Product>
+void bilinear_passes(const at::Tensor& a, const at::Tensor& b, Precision precision,
+                     Product&& product) {
+  switch (precision) {
+    case Precision::kHighest:
+      product(a, b, false);
+      return;
+    case Precision::kHigh:
+      product(bf16_hi(a), bf16_hi_mid(b), false);
+      product(bf16_mid(a), bf16_hi(b), true);
+      return;
+    case Precision::kDefault:
+      product(bf16_hi(a), bf16_hi(b), false);
+      return;
+  }
+}
+
 // The cost of a matmul launch with these operands and result.
 Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 

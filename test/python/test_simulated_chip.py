@@ -224,3 +224,74 @@ def test_transformer_block_training_step_has_no_fallback_and_matches_cpu():
     # AdamW divides by sqrt(v) + eps, which turns a 1e-9 gradient difference on a near-zero
     # gradient into up to lr (1e-3) in the step; one step moves every parameter by at most lr.
     torch.testing.assert_close(results["tpu"][2], results["cpu"][2], rtol=0, atol=1e-3)
+
+
+CONVS = {
+    "conv1d": (lambda: nn.Conv1d(4, 6, 3, stride=2, padding=1), (2, 4, 17)),
+    "conv2d_grouped_dilated": (lambda: nn.Conv2d(4, 8, 3, padding=2, dilation=2, groups=2), (2, 4, 9, 9)),
+    "conv3d": (lambda: nn.Conv3d(2, 3, (2, 3, 3), stride=(1, 2, 2)), (1, 2, 5, 8, 8)),
+    "conv_transpose2d": (lambda: nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 6, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_convolutions_forward_backward_match_cpu_on_the_mxu(name):
+    make, shape = CONVS[name]
+    torch.manual_seed(4)
+    conv, x = make(), torch.randn(shape)
+    x_cpu = x.clone().requires_grad_()
+    conv(x_cpu).square().sum().backward()
+    dev = copy.deepcopy(conv).to("tpu")
+    x_tpu = x.to("tpu").requires_grad_()
+    torchtpu.metrics.reset()
+    out = dev(x_tpu)
+    out.square().sum().backward()
+    assert torchtpu.metrics.fallbacks() == {}
+    times = torchtpu.metrics.op_times()
+    assert "aten::convolution" in times and "aten::convolution_backward" in times
+    # "highest": fp32 products, other addition order; the bias is added after the product.
+    torch.testing.assert_close(out.detach().cpu(), conv(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x_tpu.grad.cpu(), x_cpu.grad, rtol=1e-5, atol=1e-4)
+    for p_cpu, p_tpu in zip(conv.parameters(), dev.parameters()):
+        torch.testing.assert_close(p_tpu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-4)
+
+
+def test_convolution_follows_the_precision_level():
+    torch.manual_seed(5)
+    x, w = torch.randn(2, 8, 12, 12), torch.randn(4, 8, 3, 3)
+    exact = F.conv2d(x.double(), w.double())
+    errors = {}
+    for level in ("highest", "high", "medium"):
+        with torch.tpu.precision(level):
+            errors[level] = (F.conv2d(x.to("tpu"), w.to("tpu")).cpu().double() - exact).abs().max().item()
+    # And "medium" is exactly one bf16 pass: the product of bf16-rounded operands.
+    medium_ref = F.conv2d(x.bfloat16().double(), w.bfloat16().double())
+    with torch.tpu.precision("medium"):
+        medium = F.conv2d(x.to("tpu"), w.to("tpu")).cpu().double()
+    assert (medium - medium_ref).abs().max().item() < 1e-4
+    assert errors["medium"] > 1e-3 and errors["high"] < errors["medium"] / 50 and errors["highest"] < 1e-4
+
+
+def test_scaled_dot_product_attention_forward_backward():
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    outs = {}
+    for dev in ("cpu", "tpu"):
+        qq, kk, vv = (t.detach().clone().to(dev).requires_grad_() for t in (q, k, v))
+        torchtpu.metrics.reset()
+        o = F.scaled_dot_product_attention(qq, kk, vv, is_causal=True)
+        o.sum().backward()
+        if dev == "tpu":
+            assert torchtpu.metrics.fallbacks() == {}
+            assert any("bmm" in op for op in torchtpu.metrics.op_times())  # on the MXU
+        outs[dev] = [o.detach().cpu(), qq.grad.cpu(), kk.grad.cpu(), vv.grad.cpu()]
+    torch.testing.assert_close(outs["tpu"], outs["cpu"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m,k,n", [(0, 4, 3), (3, 0, 5), (2, 4, 0)])
+def test_empty_matmuls_give_the_cpu_result(m, k, n):
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    got = (a.to("tpu") @ b.to("tpu")).cpu()
+    assert got.shape == (m, n) and torch.equal(got, a @ b)
+    bias = torch.randn(n)
+    torch.testing.assert_close(torch.addmm(bias.to("tpu"), a.to("tpu"), b.to("tpu")).cpu(), torch.addmm(bias, a, b))
