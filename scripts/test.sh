@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest and
+# The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest,
 # the pytest suite (which also builds and runs the LibTorch C++ example through
-# find_package(torchtpu)).
+# find_package(torchtpu)), and the CI tier of the OpInfo sweep (one shard of eight, in a pytest
+# process of its own; the whole sweep is scripts/opinfo_sweep.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -11,4 +12,6 @@ echo "== C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
 echo "== Python tests (pytest)"
 "$PYTHON" -m pytest -q "$@"
+echo "== PyTorch OpInfo sweep, CI tier (shard 0 of 8)"
+(cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

@@ -135,6 +135,20 @@ TEST(CostModel, MatmulRooflineOnV5e) {
   EXPECT_EQ(tiny.flops, 2.0 * 8 * 8 * 8);
 }
 
+TEST(CostModel, EveryChipReachesItsPeakOnLargeMatmuls) {
+  for (const auto& chip : torchtpu::runtime::all_chips()) {
+    const CostModel model(chip);
+    const int64_t n = 8192;
+    const double peak_s = 2.0 * n * n * n / chip.bf16_flops;
+    const auto e = model.matmul(1, n, n, n, 1, 2, 0);
+    EXPECT_NEAR(e.mxu_s, peak_s, 0.02 * peak_s) << chip.name;
+    EXPECT_GE(e.mxu_s, peak_s) << chip.name << ": never faster than peak";
+    // A small matmul is far from peak: padding to the MXU width and fill/drain cycles.
+    const auto small = model.matmul(1, 8, 64, 64, 1, 2, 0);
+    EXPECT_GT(small.mxu_s, 10 * 2.0 * 8 * 64 * 64 / chip.bf16_flops) << chip.name;
+  }
+}
+
 TEST(CostModel, ElementwiseAddIsHbmBound) {
   const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
   const int64_t n = 4096;
