@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest,
 # the pytest suite (which also builds and runs the LibTorch C++ example through
-# find_package(torchtpu)), and the CI tier of the OpInfo sweep (one shard of eight, in a pytest
-# process of its own; the whole sweep is scripts/opinfo_sweep.sh).
+# find_package(torchtpu)), PyTorch's ModuleInfo sweep, and the CI tier of the OpInfo sweep (one
+# shard of eight; the whole sweep is scripts/opinfo_sweep.sh). The sweeps run in pytest
+# processes of their own: PyTorch's test utilities change global state when imported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,6 +13,7 @@ echo "== C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
 echo "== Python tests (pytest)"
 "$PYTHON" -m pytest -q "$@"
-echo "== PyTorch OpInfo sweep, CI tier (shard 0 of 8)"
+echo "== PyTorch ModuleInfo sweep (all of module_db) and OpInfo sweep, CI tier (shard 0 of 8)"
+(cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

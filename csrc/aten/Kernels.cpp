@@ -25,6 +25,9 @@
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -163,6 +166,23 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
   count_op("aten::resize_");
   const c10::DeviceGuard guard(self.device());  // new storage goes to self's device
   return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
+}
+
+// View ops whose CPU kernel is the generic as_strided-based one (the fallback cannot serve
+// views: a copy would break aliasing).
+at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
+  count_op("aten::unfold");
+  return at::native::unfold(self, dimension, size, step);
+}
+
+at::Tensor view_as_real(const at::Tensor& self) {
+  count_op("aten::view_as_real");
+  return at::native::view_as_real(self);
+}
+
+at::Tensor view_as_complex(const at::Tensor& self) {
+  count_op("aten::view_as_complex");
+  return at::native::view_as_complex(self);
 }
 
 at::Tensor& set_source_Tensor_(at::Tensor& self, const at::Tensor& source) {
@@ -361,6 +381,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", _reshape_alias);
+  m.impl("unfold", unfold);
+  m.impl("view_as_real", view_as_real);
+  m.impl("view_as_complex", view_as_complex);
   m.impl("resize_", resize_);
   m.impl("set_.source_Tensor", set_source_Tensor_);
   m.impl("set_.source_Storage", set_source_Storage_);
