@@ -71,3 +71,28 @@ def test_conv_batchnorm_dropout_step_matches_cpu():
     # noise of either sign; Adam's first step moves a parameter by lr * sign(grad). After the
     # step the parameters can therefore differ by up to 2 * lr (lr = 1e-3).
     torch.testing.assert_close(results["tpu"][3], results["cpu"][3], rtol=0, atol=2e-3)
+
+
+@pytest.mark.parametrize("impl", [{"foreach": False}, {"foreach": True}, {"fused": True}])
+@pytest.mark.parametrize("opt_cls", [torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW])
+def test_optimizer_implementations_run_natively_and_match_cpu(opt_cls, impl):
+    import torchtpu
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4)
+    x, y = torch.randn(16, 8), torch.randn(16, 4)
+    extra = {"momentum": 0.9} if opt_cls is torch.optim.SGD else {}
+    params = {}
+    for dev in ("cpu", "tpu"):
+        m = copy.deepcopy(model).to(dev)
+        opt = opt_cls(m.parameters(), lr=0.01, **impl, **extra)
+        torchtpu.metrics.reset()
+        for _ in range(3):
+            loss = torch.nn.functional.mse_loss(m(x.to(dev)), y.to(dev))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if dev == "tpu":
+            assert torchtpu.metrics.fallbacks() == {}
+        params[dev] = [p.detach().cpu() for p in m.parameters()]
+    torch.testing.assert_close(params["tpu"], params["cpu"], rtol=RTOL, atol=ATOL)
