@@ -13,17 +13,13 @@ thread_local std::optional<Precision> tls_override;
 
 // One pass over a float32 tensor: the bf16 part `part` (0 hi, 1 mid) or the prefix sum of parts
 // 0..upto, computed by sim/Numerics in parallel blocks. The result is contiguous.
-at::Tensor bf16_split(const at::Tensor& x, int index, bool prefix) {
+at::Tensor split_tensor(const at::Tensor& x, int index, bool prefix) {
   const at::Tensor src = x.contiguous();
   at::Tensor dst = at::empty(src.sizes(), src.options());
   const float* in = src.const_data_ptr<float>();
   float* out = dst.mutable_data_ptr<float>();
   at::parallel_for(0, src.numel(), 32768, [&](int64_t begin, int64_t end) {
-    if (prefix) {
-      bf16_prefix(in + begin, out + begin, end - begin, index);
-    } else {
-      bf16_part(in + begin, out + begin, end - begin, index);
-    }
+    bf16_split(in + begin, out + begin, end - begin, index, prefix);
   });
   return dst;
 }
@@ -42,9 +38,9 @@ void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
 
 }  // namespace
 
-at::Tensor bf16_hi(const at::Tensor& x) { return bf16_split(x, 0, false); }
-at::Tensor bf16_mid(const at::Tensor& x) { return bf16_split(x, 1, false); }
-at::Tensor bf16_hi_mid(const at::Tensor& x) { return bf16_split(x, 1, true); }
+at::Tensor bf16_hi(const at::Tensor& x) { return split_tensor(x, 0, false); }
+at::Tensor bf16_mid(const at::Tensor& x) { return split_tensor(x, 1, false); }
+at::Tensor bf16_hi_mid(const at::Tensor& x) { return split_tensor(x, 1, true); }
 
 Precision current_precision() {
   if (tls_override) return *tls_override;

@@ -62,23 +62,18 @@ void round_bf16(const float* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = round_fast(src[i]);
 }
 
-void bf16_part(const float* src, float* dst, int64_t n, int part) {
+void bf16_split(const float* src, float* dst, int64_t n, int part, bool prefix) {
   if (part == 0) return round_bf16(src, dst, n);
   for (int64_t i = 0; i < n; ++i) {
     const float hi = round_fast(src[i]);
     const float r1 = src[i] - hi;
     const float mid = round_fast(r1);
-    dst[i] = part == 1 ? mid : round_fast(r1 - mid);
-  }
-}
-
-void bf16_prefix(const float* src, float* dst, int64_t n, int upto) {
-  if (upto == 0) return round_bf16(src, dst, n);
-  for (int64_t i = 0; i < n; ++i) {
-    const float hi = round_fast(src[i]);
-    const float r1 = src[i] - hi;
-    const float mid = round_fast(r1);
-    dst[i] = upto == 1 ? hi + mid : hi + mid + round_fast(r1 - mid);
+    if (part == 1) {
+      dst[i] = prefix ? hi + mid : mid;
+    } else {
+      const float lo = round_fast(r1 - mid);
+      dst[i] = prefix ? hi + mid + lo : lo;
+    }
   }
 }
 

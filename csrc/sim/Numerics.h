@@ -57,8 +57,8 @@ inline void split_bf16(float x, float& hi, float& mid, float& lo) {
 
 // Element-wise over buffers.
 void round_bf16(const float* src, float* dst, int64_t n);
-// part: 0 = hi, 1 = mid, 2 = lo; `upto` sums parts 0..upto (e.g. upto=1 gives hi + mid).
-void bf16_part(const float* src, float* dst, int64_t n, int part);
-void bf16_prefix(const float* src, float* dst, int64_t n, int upto);
+// Part `part` (0 = hi, 1 = mid, 2 = lo) of every element, or with `prefix` the sum of parts
+// 0..part (part 1 with prefix gives hi + mid, exact in float32).
+void bf16_split(const float* src, float* dst, int64_t n, int part, bool prefix);
 
 }  // namespace torchtpu::sim
