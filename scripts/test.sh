@@ -11,8 +11,10 @@ start=$(date +%s)
 bash scripts/setup.sh
 echo "== C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
-echo "== Python tests (pytest)"
+echo "== Python tests (pytest), strict eager (the default)"
 "$PYTHON" -m pytest -q "$@"
+echo "== Python tests (pytest) again in debug eager"
+TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
 echo "== PyTorch ModuleInfo sweep (all of module_db) and OpInfo sweep, CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)

@@ -59,6 +59,48 @@ def get_fallback_mode() -> str:
     return _C.get_fallback_mode()
 
 
+def set_eager_mode(mode: str) -> None:
+    """Selects how ops run: ``"strict"`` (default: enqueued on the device stream, the host
+    returns at once, errors surface at the next synchronization), ``"debug"`` (synchronous on
+    the calling thread, errors at the faulting op) or ``"fused"`` (DeferAndFuse; not
+    implemented yet). Pending work is finished first. Initially TORCHTPU_EAGER_MODE, or
+    TPU_LAUNCH_BLOCKING=1 (debug), TORCH_TPU_DEFER_AND_FUSE=1 (fused)."""
+    sync()
+    _C.set_eager_mode(mode)
+
+
+def get_eager_mode() -> str:
+    return _C.get_eager_mode()
+
+
+class eager_mode:
+    """Scopes an eager mode: ``with torchtpu.eager_mode("debug"): ...``."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.prev: str | None = None
+
+    def __enter__(self):
+        self.prev = get_eager_mode()
+        set_eager_mode(self.mode)
+        return self
+
+    def __exit__(self, *args) -> bool:
+        set_eager_mode(self.prev)
+        return False
+
+
+def set_check_nans(on: bool) -> None:
+    """In debug mode, check every result for NaN/Inf and raise naming the first op that made
+    one (initially TORCHTPU_CHECK_NANS=1)."""
+    _C.set_check_nans(bool(on))
+
+
+def sync() -> None:
+    """Waits for all work queued on every device (and raises a queued error, naming its op)."""
+    _C.sync()
+
+
 def cmake_prefix_path() -> str:
     """The folder to add to CMAKE_PREFIX_PATH for ``find_package(torchtpu)``."""
     return _os.path.join(_os.path.dirname(__file__), "share", "cmake")

@@ -5,6 +5,7 @@
 // CPU kernel through at::native::cpu_fallback (inputs copied to the host, outputs copied back).
 // TORCHTPU_FALLBACK=error (or torchtpu.set_fallback_mode("error")) turns it into an error.
 #include "aten/Fallback.h"
+#include "aten/Launch.h"
 
 #include "runtime/Device.h"
 #include "runtime/Env.h"
@@ -53,6 +54,7 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto device = common_device(name, args);
 
   note_fallback(name);
+  if (device) wait_for_device(*device);  // the CPU kernel reads device memory as of now
 
   GeneratorLoan loan(op, stack, device);
   at::native::cpu_fallback(op, stack);

@@ -22,11 +22,14 @@
 // kEmulationFactor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
+#include "aten/Launch.h"
+#include "runtime/Mode.h"
 #include "runtime/Allocator.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
@@ -183,70 +186,164 @@ bool is_foreign_dtype(const at::Tensor& t) {
   return s == at::kDouble || at::isComplexType(s);
 }
 
-// route_results: the op returns new tensors, so its host allocations go to device memory.
-template <bool route_results>
-void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  const size_t base = stack->size() - num_args;
-  const std::string name = op_name(op);
-  const auto device = common_device(name, torch::jit::last(*stack, num_args));
-  TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
-
-  std::vector<Swapped> swapped;
-  double bytes = 0;
-  int64_t elements = 0;
-  bool foreign = false;
-  auto swap = [&](const at::Tensor& t) -> at::Tensor {
-    if (!t.defined() || !t.device().is_privateuseone()) return t;
-    foreign = foreign || is_foreign_dtype(t);
-    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
-    elements = std::max<int64_t>(elements, t.numel());
-    at::Tensor alias = resizable_host_alias(t);
-    swapped.push_back({t, alias});
-    return alias;
-  };
+// Applies `f` to every tensor argument slot of the op on the stack (tensors, tensor lists,
+// optional tensor lists), replacing each tensor with what `f` returns.
+template <typename F>
+void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args, F&& f) {
   for (size_t i = 0; i < num_args; ++i) {
     c10::IValue& slot = (*stack)[base + i];
     if (slot.isTensor()) {
-      slot = swap(slot.toTensor());
+      slot = f(slot.toTensor());
     } else if (slot.isTensorList()) {
       c10::List<at::Tensor> list;
-      for (const at::Tensor& t : slot.toTensorList()) list.push_back(swap(t));
+      for (const at::Tensor& t : slot.toTensorList()) list.push_back(f(t));
       slot = list;
     } else if (slot.isOptionalTensorList()) {
       c10::List<std::optional<at::Tensor>> list;
       for (const auto& item : slot.toOptionalTensorList()) {
         const std::optional<at::Tensor> t = item;
-        list.push_back(t.has_value() ? std::optional<at::Tensor>(swap(*t)) : std::nullopt);
+        list.push_back(t.has_value() ? std::optional<at::Tensor>(f(*t)) : std::nullopt);
       }
       slot = list;
     }
   }
-  if (foreign) runtime::metrics::count("emulated." + name);
-  runtime::metrics::count_op(name);
+}
 
+// What the cost model needs to know of an op's tensors.
+struct Footprint {
+  double bytes = 0;
+  int64_t elements = 0;
+  bool foreign = false;
+  void add(const at::Tensor& t) {
+    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
+    elements = std::max<int64_t>(elements, t.numel());
+    foreign = foreign || is_foreign_dtype(t);
+  }
+};
+
+void charge(const c10::FunctionSchema& schema, const std::string& name, const Footprint& f) {
+  if (f.foreign) runtime::metrics::count("emulated." + name);
+  const auto& units = vpu_units();
+  auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
+  const double u = (it == units.end() ? 1.0 : it->second) * (f.foreign ? kEmulationFactor : 1.0);
+  sim::record(name, sim::cost_model().vector(f.elements, u, f.bytes));
+}
+
+bool is_out_fn(const c10::FunctionSchema& schema) {
+  for (const auto& a : schema.arguments()) {
+    if (a.is_out()) return true;
+  }
+  return false;
+}
+
+bool has_generator_argument(const c10::FunctionSchema& schema) {
+  for (const auto& a : schema.arguments()) {
+    auto type = a.type();
+    if (type->kind() == c10::TypeKind::OptionalType) {
+      type = type->castRaw<c10::OptionalType>()->getElementType();
+    }
+    if (type->kind() == c10::TypeKind::GeneratorType) return true;
+  }
+  return false;
+}
+
+// For each return, the argument it aliases (in-place and out= ops), or -1.
+std::vector<int> returned_arguments(const c10::FunctionSchema& schema) {
+  std::vector<int> out;
+  for (const auto& ret : schema.returns()) {
+    int found = -1;
+    if (ret.alias_info() != nullptr && ret.alias_info()->isWrite()) {
+      for (size_t i = 0; i < schema.arguments().size(); ++i) {
+        const auto* info = schema.arguments()[i].alias_info();
+        if (info != nullptr && info->isWrite() &&
+            info->beforeSets() == ret.alias_info()->beforeSets()) {
+          found = static_cast<int>(i);
+        }
+      }
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+// Before an out= op is enqueued, its out tensors get the shape the kernel will give them: the
+// op's meta kernel computes it (shape errors are raised here, at the op). False when the op
+// has no meta kernel or an out argument is a list: then it runs inline.
+bool size_outputs_with_meta(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                            size_t base) {
+  const auto& schema = op.schema();
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
+  torch::jit::Stack meta(stack.begin() + base, stack.end());
+  for (auto& slot : meta) {
+    auto to_meta = [](const at::Tensor& t) -> at::Tensor {
+      if (!t.defined() || !t.device().is_privateuseone()) return t;
+      return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
+    };
+    if (slot.isTensor()) {
+      slot = to_meta(slot.toTensor());
+    } else if (slot.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : slot.toTensorList()) list.push_back(to_meta(t));
+      slot = list;
+    } else if (slot.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const auto& item : slot.toOptionalTensorList()) {
+        const std::optional<at::Tensor> t = item;
+        list.push_back(t.has_value() ? std::optional<at::Tensor>(to_meta(*t)) : std::nullopt);
+      }
+      slot = list;
+    }
+  }
+  const torch::jit::Stack args(meta.begin(), meta.end());
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    const auto* info = schema.arguments()[i].alias_info();
+    if (!schema.arguments()[i].is_out()) continue;
+    const c10::IValue& dev = stack[base + i];
+    if (!dev.isTensor()) return false;
+    const at::Tensor& d = dev.toTensor();
+    const at::Tensor& m = args[i].toTensor();
+    if (d.sizes() == m.sizes() && d.strides() == m.strides()) continue;
+    at::Tensor target = d;
+    target.resize_(m.sizes());
+    if (target.strides() != m.strides()) {
+      target.set_(target.storage(), target.storage_offset(), m.sizes(), m.strides());
+    }
+  }
+  return true;
+}
+
+// Runs the op's CPU kernel on host aliases of the TPU arguments on `stack`; maps results back.
+void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device,
+                 bool route_results, Footprint* footprint) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  std::vector<Swapped> swapped;
+  map_tensor_arguments(stack, base, num_args, [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || !t.device().is_privateuseone()) return t;
+    at::Tensor alias = resizable_host_alias(t);
+    swapped.push_back({t, alias});
+    return alias;
+  });
   {
     GeneratorLoan loan(op, stack, device);
-    const c10::DeviceGuard guard(*device);
+    const c10::DeviceGuard guard(device);
     std::optional<runtime::HostAllocationsOnDevice> routed;
-    if (route_results) routed.emplace(device->index());
+    if (route_results) routed.emplace(device.index());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
-
   // Arguments the kernel wrote (in place, out=) reflect what it did; the check is cheap, so
   // every argument is looked at (some kernels write arguments their schema does not mark).
   for (const auto& s : swapped) sync_argument(s.device, s.alias);
-
   // Results: arguments map back to themselves, new tensors move to the device.
   auto map_result = [&](const at::Tensor& t) -> at::Tensor {
     if (!t.defined() || !t.is_cpu()) return t;
     for (const auto& s : swapped) {
       if (t.unsafeGetTensorImpl() == s.alias.unsafeGetTensorImpl()) return s.device;
     }
-    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
-    elements = std::max<int64_t>(elements, t.numel());
-    return to_device_result(t, *device);
+    if (footprint != nullptr) footprint->add(t);
+    return to_device_result(t, device);
   };
   const size_t num_returns = schema.returns().size();
   for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) {
@@ -259,11 +356,67 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       slot = list;
     }
   }
+}
 
-  const auto& units = vpu_units();
-  auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
-  const double u = (it == units.end() ? 1.0 : it->second) * (foreign ? kEmulationFactor : 1.0);
-  sim::record(name, sim::cost_model().vector(elements, u, bytes));
+std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) {
+  std::vector<at::Tensor> out;
+  for (size_t i = from; i < stack.size(); ++i) {
+    if (stack[i].isTensor()) {
+      if (stack[i].toTensor().defined()) out.push_back(stack[i].toTensor());
+    } else if (stack[i].isTensorList()) {
+      for (const at::Tensor& t : stack[i].toTensorList()) {
+        if (t.defined()) out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
+// route_results: the op returns new tensors, so its host allocations go to device memory.
+template <bool route_results>
+void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  const std::string name = op_name(op);
+  const auto device = common_device(name, torch::jit::last(*stack, num_args));
+  TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
+  runtime::metrics::count_op(name);
+
+  // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
+  // with no generator to lend. Everything else runs inline after the queued work.
+  const auto returned = returned_arguments(schema);
+  const bool enqueue =
+      !route_results && runtime::eager_mode() == runtime::EagerMode::strict &&
+      !has_generator_argument(schema) &&
+      std::all_of(returned.begin(), returned.end(), [](int i) { return i >= 0; }) &&
+      (!is_out_fn(schema) || size_outputs_with_meta(op, *stack, base));
+  if (enqueue) {
+    Footprint footprint;
+    torch::jit::Stack args(stack->begin() + base, stack->end());
+    map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+      if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
+      // A CPU scalar is read when the work runs: take its value now.
+      return t.defined() && t.device().is_cpu() ? t.clone() : t;
+    });
+    charge(schema, name, footprint);
+    torch::jit::drop(*stack, num_args);
+    for (int i : returned) stack->push_back(args[i]);
+    launch(*device, name, [&op, args = std::move(args), device = *device]() mutable {
+      run_on_host(op, &args, device, false, nullptr);
+    });
+    return;
+  }
+  wait_for_device(*device);
+  Footprint footprint;
+  for (const auto& t : tensors_of(*stack, base)) {
+    if (t.device().is_privateuseone()) footprint.add(t);
+  }
+  run_on_host(op, stack, *device, route_results, &footprint);
+  charge(schema, name, footprint);
+  if (runtime::eager_mode() == runtime::EagerMode::debug) {
+    check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
+  }
 }
 
 bool has_own_kernel(const c10::OperatorHandle& op) {

@@ -3,6 +3,9 @@
 // fallback (Fallback.cpp) until it has a kernel of its own; the matmul family and convolutions
 // are in Matmul.cpp, the VPU ops in HostExecution.cpp.
 #include "aten/HostAlias.h"
+#include "aten/Launch.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
@@ -35,6 +38,37 @@
 #include <mutex>
 
 namespace torchtpu::aten {
+
+// ---------------------------------------------------------------------------------------------
+// Launching device work (Launch.h)
+
+void wait_for_device(c10::Device device) {
+  if (runtime::eager_mode() == runtime::EagerMode::strict) {
+    runtime::synchronize_device(device.index());
+  }
+}
+
+void check_results(const std::string& op, const std::vector<at::Tensor>& results) {
+  if (!runtime::check_nans()) return;
+  for (const auto& t : results) {
+    if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+    TORCH_CHECK(host_alias(t).isfinite().all().item<bool>(),
+                "TORCHTPU_CHECK_NANS: ", op, " produced NaN or Inf (the first op to do so) on ",
+                t.device());
+  }
+}
+
+void launch(c10::Device device, std::string op, std::function<void()> work,
+            std::vector<at::Tensor> results) {
+  if (runtime::eager_mode() == runtime::EagerMode::strict) {
+    runtime::queue_of(runtime::current_stream(device.index()))
+        .enqueue(std::move(work), std::move(op));
+    return;
+  }
+  work();
+  check_results(op, results);
+}
+
 namespace {
 
 using runtime::metrics::count;
@@ -86,9 +120,11 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
   // Computed on the host, where the length and rounding rules live, then written in place.
   auto host = at::empty({0}, out.options().device(at::kCPU));
   at::arange_out(host, start, end, step);
-  const c10::DeviceGuard guard(out.device());
-  at::native::resize_(out, host.sizes(), std::nullopt);
-  host_alias(out).copy_(host);
+  {
+    const c10::DeviceGuard guard(out.device());
+    at::native::resize_(out, host.sizes(), std::nullopt);
+  }
+  launch(out.device(), "aten::arange", [out, host] { host_alias(out).copy_(host); }, {out});
   return out;
 }
 
@@ -115,13 +151,23 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     count("transfer.device_to_host_bytes", bytes);
   }
   if (dst.numel() == 0) return dst;
+  if (src_tpu && dst_tpu && self.device() == dst.device()) {
+    // A copy or cast on the device: one VPU pass, in stream order.
+    charge_vector("aten::_copy_from", dst, 1,
+                  sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
+    launch(dst.device(), "aten::_copy_from", [self, dst] {
+      at::Tensor d = host_alias(dst);
+      at::native::copy_(d, host_alias(self), false);
+    }, {dst});
+    return dst;
+  }
+  // Transfers (and copies between two devices) see device memory as of now: the host waits
+  // for the queued work of the devices involved, as a pageable CUDA copy does.
+  if (src_tpu) wait_for_device(self.device());
+  if (dst_tpu) wait_for_device(dst.device());
   at::Tensor dst_host = dst_tpu ? host_alias(dst) : dst;
   at::Tensor src_host = src_tpu ? host_alias(self) : self;
   at::native::copy_(dst_host, src_host, non_blocking);
-  if (src_tpu && dst_tpu) {  // a copy or cast on the device: one VPU pass
-    charge_vector("aten::_copy_from", dst, 1,
-                  sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
-  }
   return dst;
 }
 
@@ -137,6 +183,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 at::Scalar _local_scalar_dense(const at::Tensor& self) {
   count_op("aten::_local_scalar_dense");
   count("transfer.device_to_host_bytes", self.element_size());
+  wait_for_device(self.device());
   return at::native::_local_scalar_dense_cpu(host_alias(self));
 }
 
@@ -165,6 +212,8 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
   count_op("aten::resize_");
   const c10::DeviceGuard guard(self.device());  // new storage goes to self's device
+  // Growing a storage copies its bytes on the host: let queued writers finish first.
+  if (self.storage().nbytes() > 0) wait_for_device(self.device());
   return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), memory_format);
 }
 
@@ -224,23 +273,26 @@ void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
 
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
   count_op("aten::fill_.Scalar");
-  host_alias(self).fill_(value);
   charge_vector("aten::fill_", self, 1);
+  launch(self.device(), "aten::fill_", [self, value] { host_alias(self).fill_(value); }, {self});
   return self;
 }
 
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   count_op("aten::fill_.Tensor");
   check_scalar_operand(self, value);
-  host_alias(self).fill_(value.is_cpu() ? value.item() : host_alias(value).item());
   charge_vector("aten::fill_", self, 1);
+  const at::Tensor v = value.is_cpu() ? value.clone() : value;  // a CPU scalar by value
+  launch(self.device(), "aten::fill_", [self, v] {
+    host_alias(self).fill_(v.is_cpu() ? v.item() : host_alias(v).item());
+  }, {self});
   return self;
 }
 
 at::Tensor& zero_(at::Tensor& self) {
   count_op("aten::zero_");
-  host_alias(self).zero_();
   charge_vector("aten::zero_", self, 1);
+  launch(self.device(), "aten::zero_", [self] { host_alias(self).zero_(); }, {self});
   return self;
 }
 
@@ -254,6 +306,9 @@ at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& ge
                         ? *gen
                         : runtime::default_generator(self.device().index());
   auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
+  // The generator's state advances by what the kernel draws, known only once it ran: random
+  // fills run on the calling thread, after the queued work.
+  wait_for_device(self.device());
   std::lock_guard<std::mutex> lock(g.mutex());
   at::Generator host = impl->host_copy();
   auto alias = host_alias(self);
@@ -320,6 +375,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
     const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
   count_op("aten::native_batch_norm");
+  wait_for_device(input.device());
   check_same_device("aten::native_batch_norm", {&input, ptr_of(weight), ptr_of(bias),
                                                 ptr_of(running_mean), ptr_of(running_var)});
   auto [out, save_mean, save_invstd] = at::native_batch_norm(
@@ -335,6 +391,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
     bool train, double eps, std::array<bool, 3> output_mask) {
   count_op("aten::native_batch_norm_backward");
+  wait_for_device(input.device());
   check_same_device("aten::native_batch_norm_backward",
                     {&grad_out, &input, ptr_of(weight), ptr_of(running_mean),
                      ptr_of(running_var), ptr_of(save_mean), ptr_of(save_invstd)});

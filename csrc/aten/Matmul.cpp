@@ -7,6 +7,7 @@
 // as a fallback.
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
+#include "aten/Launch.h"
 #include "runtime/Metrics.h"
 #include "sim/Mxu.h"
 
@@ -48,52 +49,62 @@ void add_epilogue(sim::Estimate& e, const at::Tensor& out, const at::Tensor& sel
   e.hbm_s += bias / model.chip().hbm_bytes_per_s;
 }
 
-// product = a @ b (host tensors) on the MXU, or on the host for dtypes it does not take.
-// Returns false when the host ran it.
-bool product(const std::string& op, const at::Tensor& a, const at::Tensor& b,
-             const at::Tensor& product_out) {
-  if (sim::mxu_supports(a.scalar_type())) {
-    sim::matmul(a, b, product_out);
-    return true;
-  }
-  note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")",
-                "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
-                "passes, float16 and int8); it runs on the host, in place on the device memory.");
-  at::matmul_out(const_cast<at::Tensor&>(product_out), a, b);
-  return false;
-}
-
-// out = beta * self + alpha * (a @ b), everything on the host aliases. `self` is broadcast.
-void scaled_product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
-                    const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
-                    const at::Tensor& out) {
+// out = beta * self + alpha * (a @ b) on host aliases; `self` undefined means a plain product.
+// `self` is broadcast. On the MXU with `precision`, or (on_mxu false) on the host.
+void run_product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
+                 const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
+                 const at::Tensor& out, bool on_mxu, sim::Precision precision) {
   const at::Tensor h_out = host_alias(out);
-  const at::Tensor h_self = host_alias(self);
-  const bool use_beta = !(beta.isIntegral(true) ? beta.toLong() == 0 : beta.toDouble() == 0.0);
+  const bool use_beta = self.defined() &&
+                        !(beta.isIntegral(true) ? beta.toLong() == 0 : beta.toDouble() == 0.0);
   // Writing the product straight into out would clobber self where they share memory.
   const bool direct = !use_beta || !out.is_alias_of(self);
   at::Tensor p = direct ? h_out : at::empty(h_out.sizes(), h_out.options());
-  const bool on_mxu = product(op, host_alias(a), host_alias(b), p);
+  if (on_mxu) {
+    sim::matmul(host_alias(a), host_alias(b), p, precision);
+  } else {
+    at::matmul_out(p, host_alias(a), host_alias(b));
+  }
   if (!alpha.equal(1)) p.mul_(alpha);
   if (use_beta) {
+    const at::Tensor h_self = host_alias(self);
     if (direct) {
       h_out.add_(h_self.mul(beta));
     } else {
       h_out.copy_(h_self.expand_as(h_out).mul(beta).add_(p));
     }
   }
-  if (on_mxu) {
-    auto e = sim::matmul_estimate(a, b, out);
-    add_epilogue(e, out, self);
-    sim::record(op, e);
+}
+
+// Charges and launches out = beta * self + alpha * (a @ b); see run_product.
+void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
+             const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
+             const at::Tensor& out) {
+  if (!sim::mxu_supports(a.scalar_type())) {
+    note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")",
+                  "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
+                  "passes, float16 and int8); it runs on the host, in place on the device memory.");
+    wait_for_device(out.device());
+    run_product(op, self, a, b, beta, alpha, out, false, sim::Precision::kHighest);
+    return;
   }
+  auto e = sim::matmul_estimate(a, b, out);
+  if (self.defined()) add_epilogue(e, out, self);
+  sim::record(op, e);
+  const auto precision = sim::current_precision();  // the caller's, captured now
+  launch(out.device(), op, [=] { run_product(op, self, a, b, beta, alpha, out, true, precision); },
+         {out});
 }
 
 void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor& b,
                    const at::Tensor& out) {
-  if (product(op, host_alias(a), host_alias(b), host_alias(out))) {
-    sim::record(op, sim::matmul_estimate(a, b, out));
-  }
+  product(op, at::Tensor(), a, b, 0, 1, out);
+}
+
+void scaled_product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
+                    const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
+                    const at::Tensor& out) {
+  product(op, self, a, b, beta, alpha, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,6 +212,7 @@ at::Tensor vdot_kernel(const at::Tensor& self, const at::Tensor& other) {
   if (!self.is_complex()) return dot_kernel(self, other);
   count_op("aten::vdot");
   check_same_device("aten::vdot", {&self, &other});
+  wait_for_device(self.device());
   note_fallback("aten::vdot (" + std::string(c10::toString(self.scalar_type())) + ")");
   return on_device(at::vdot(host_alias(self), host_alias(other)), self.device());
 }
@@ -264,6 +276,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::IntArrayRef dilation, bool transposed,
                                     c10::IntArrayRef output_padding, int64_t groups) {
   count_op("aten::convolution_overrideable");
+  wait_for_device(input.device());
   const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
   check_same_device("aten::convolution", {&input, &weight, b});
   std::optional<at::Tensor> h_bias;
@@ -312,6 +325,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
   count_op("aten::convolution_backward_overrideable");
+  wait_for_device(input.device());
   check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
   const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
   auto backward = [&](const at::Tensor& go, const at::Tensor& x, const at::Tensor& w,

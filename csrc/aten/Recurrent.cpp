@@ -7,6 +7,7 @@
 //   GRU:  [batch, 5H] = (r, z, n, hx, hidden_gates_n)
 //   LSTM: [batch, 4H] = (i, f, g, o), the activated gates
 #include "aten/HostAlias.h"
+#include "aten/Launch.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 
@@ -32,6 +33,7 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
                                             const std::optional<at::Tensor>& hidden_bias) {
   runtime::metrics::count_op("aten::_thnn_fused_gru_cell");
   check_same_device("aten::_thnn_fused_gru_cell", {&input_gates, &hidden_gates, &hx});
+  wait_for_device(hx.device());
   at::Tensor ig = host_alias(input_gates), hg = host_alias(hidden_gates);
   const at::Tensor ib = host_or_undefined(input_bias), hb = host_or_undefined(hidden_bias);
   if (ib.defined()) ig = ig + ib;
@@ -51,6 +53,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
   runtime::metrics::count_op("aten::_thnn_fused_gru_cell_backward");
   check_same_device("aten::_thnn_fused_gru_cell_backward", {&grad_hy, &workspace});
+  wait_for_device(workspace.device());
   const auto w = host_alias(workspace).chunk(5, 1);
   const at::Tensor &r = w[0], &z = w[1], &n = w[2], &hx = w[3], &hn = w[4];
   const at::Tensor g = host_alias(grad_hy);
@@ -76,6 +79,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   runtime::metrics::count_op("aten::_thnn_fused_lstm_cell");
   check_same_device("aten::_thnn_fused_lstm_cell", {&input_gates, &hidden_gates, &cx});
+  wait_for_device(cx.device());
   at::Tensor gates = host_alias(input_gates) + host_alias(hidden_gates);
   const at::Tensor ib = host_or_undefined(input_bias), hb = host_or_undefined(hidden_bias);
   if (ib.defined()) gates = gates + ib;
@@ -96,6 +100,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(
     const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
   runtime::metrics::count_op("aten::_thnn_fused_lstm_cell_backward_impl");
   check_same_device("aten::_thnn_fused_lstm_cell_backward_impl", {&cx, &cy, &workspace});
+  wait_for_device(cx.device());
   const auto w = host_alias(workspace).chunk(4, 1);
   const at::Tensor &i = w[0], &f = w[1], &g = w[2], &o = w[3];
   const at::Tensor tanh_cy = at::tanh(host_alias(cy));

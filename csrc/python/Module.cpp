@@ -6,6 +6,7 @@
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
 #include "runtime/Metrics.h"
+#include "runtime/Mode.h"
 #include "runtime/Stream.h"
 #include "sim/CostModel.h"
 #include "sim/Mxu.h"
@@ -87,6 +88,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("hbm_capacity_bytes", [] { return runtime::hbm_capacity_bytes(); });
   m.def("empty_cache_device", [](int index) {
     runtime::allocator().empty_cache(static_cast<c10::DeviceIndex>(index));
+  });
+
+  m.def("set_eager_mode", [](const std::string& mode) {
+    runtime::set_eager_mode(runtime::eager_mode_from_name(mode));
+  });
+  m.def("get_eager_mode", [] { return std::string(runtime::name(runtime::eager_mode())); });
+  m.def("set_check_nans", [](bool on) { runtime::set_check_nans(on); });
+  m.def("get_check_nans", [] { return runtime::check_nans(); });
+  m.def("sync", [] {
+    py::gil_scoped_release no_gil;
+    for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
   });
 
   m.def("set_precision_override", [](std::optional<std::string> name) {

@@ -81,6 +81,9 @@ void StreamQueue::synchronize() {
     lock.unlock();
     try {
       std::rethrow_exception(error);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, "TPU error in '", what, "' on tpu:", int(device_), " stream ", id_,
+                  " (reported at synchronization): ", e.what_without_backtrace());
     } catch (const std::exception& e) {
       TORCH_CHECK(false, "TPU error in '", what, "' on tpu:", int(device_), " stream ", id_,
                   " (reported at synchronization): ", e.what());

@@ -66,7 +66,7 @@ int matmul_passes(c10::ScalarType dtype) {
   return 1;
 }
 
-void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Precision precision) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected both operands to have the same dtype, but got ",
               a.scalar_type(), " and ", b.scalar_type());
   const auto dtype = a.scalar_type();
@@ -80,11 +80,11 @@ void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
       at::matmul_out(const_cast<at::Tensor&>(out), a, b);
       return;
     case at::kFloat:
-      float_matmul(a, b, out, current_precision());
+      float_matmul(a, b, out, precision);
       return;
     case at::kHalf: {
       at::Tensor result = at::empty(out.sizes(), out.options().dtype(at::kFloat));
-      float_matmul(a.to(at::kFloat), b.to(at::kFloat), result, current_precision());
+      float_matmul(a.to(at::kFloat), b.to(at::kFloat), result, precision);
       out.copy_(result);
       return;
     }

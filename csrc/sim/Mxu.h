@@ -43,7 +43,9 @@ bool mxu_supports(c10::ScalarType dtype);
 
 // out = a @ b for host tensors of a supported dtype: 1-D/2-D/3-D as at::matmul. `out` has the
 // result's shape and dtype (int32 for int8 operands when `int32_out`, else the operands' dtype).
-void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
+// `precision` applies to float32 and float16 operands (pass current_precision() of the thread
+// that issued the op).
+void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Precision precision);
 
 // The bf16 parts of a float32 host tensor (contiguous results): hi = bf16(x), mid = bf16(x -
 // hi), and hi + mid (exact in float32: 16 significant bits).

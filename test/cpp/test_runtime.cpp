@@ -2,12 +2,16 @@
 #include "runtime/ChipSpec.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <gtest/gtest.h>
 #include <torchtpu/torchtpu.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 using namespace torchtpu::runtime;
@@ -99,6 +103,25 @@ TEST(Tensors, MixingDevicesIsAnError) {
   EXPECT_THROW((void)(a + at::ones({4})), c10::Error);
   // A 0-dim CPU tensor acts as a scalar.
   EXPECT_TRUE(at::equal((a + at::scalar_tensor(2.0)).cpu(), at::full({4}, 3.0f)));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(StrictEager, OpsAreEnqueuedAndTheHostReturnsAtOnce) {
+  ASSERT_EQ(std::string(torchtpu::runtime::name(torchtpu::runtime::eager_mode())), "strict");
+  auto a = at::ones({64, 64}, at::TensorOptions().device(tpu0));
+  torchtpu::synchronize(0);
+  auto& queue = torchtpu::runtime::queue_of(torchtpu::runtime::current_stream(0));
+  std::atomic<bool> release{false};
+  queue.enqueue([&] { while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1)); },
+                "hold");
+  auto c = at::mm(a, a).add_(1);  // returns although the stream is held
+  EXPECT_FALSE(queue.query());
+  release = true;
+  EXPECT_EQ(c.sum().item<float>(), 64.0f * 64 * 65);  // the host read waits for the stream
+  EXPECT_TRUE(queue.query());
 }
 
 }  // namespace

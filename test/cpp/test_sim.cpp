@@ -176,7 +176,7 @@ void check_executor(c10::ScalarType dtype, Precision p, int64_t M, int64_t K, in
   at::manual_seed(M * 1000 + K);
   auto a = at::randn({M, K}).to(dtype), b = at::randn({K, N}).to(dtype);
   auto out = at::empty({M, N}, a.options());
-  matmul(a, b, out);
+  matmul(a, b, out, current_precision());
   set_precision_override(std::nullopt);
   auto af = a.to(at::kFloat).contiguous(), bf = b.to(at::kFloat).contiguous();
   std::vector<float> ref(M * N);
@@ -212,7 +212,7 @@ TEST(Executor, PrecisionChangesTheResultAsDocumented) {
   for (auto p : {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
     set_precision_override(p);
     auto out = at::empty({32, 16});
-    matmul(a, b, out);
+    matmul(a, b, out, current_precision());
     err[i++] = (out.to(at::kDouble) - exact).abs().max().item<double>();
   }
   set_precision_override(std::nullopt);
@@ -226,7 +226,7 @@ TEST(Executor, Int8AccumulatesExactlyInInt32) {
   auto a = at::randint(-128, 128, {20, 700}, at::kChar);
   auto b = at::randint(-128, 128, {700, 9}, at::kChar);
   auto out = at::empty({20, 9}, at::kInt);
-  matmul(a, b, out);
+  matmul(a, b, out, current_precision());
   EXPECT_TRUE(at::equal(out, at::matmul(a.to(at::kLong), b.to(at::kLong)).to(at::kInt)));
 }
 

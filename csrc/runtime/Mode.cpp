@@ -1,0 +1,63 @@
+#include "runtime/Mode.h"
+
+#include "runtime/Env.h"
+
+#include <atomic>
+
+namespace torchtpu::runtime {
+namespace {
+
+EagerMode initial_mode() {
+  if (auto v = env::get("TORCHTPU_EAGER_MODE")) return eager_mode_from_name(*v);
+  if (env::get("TORCH_TPU_DEFER_AND_FUSE").value_or("0") == "1") return EagerMode::fused;
+  if (env::get("TPU_LAUNCH_BLOCKING").value_or("0") == "1") return EagerMode::debug;
+  return EagerMode::strict;
+}
+
+std::atomic<EagerMode>& mode_slot() {
+  static std::atomic<EagerMode> mode{[] {
+    const EagerMode m = initial_mode();
+    TORCH_CHECK(m != EagerMode::fused,
+                "The fused eager mode (DeferAndFuse) is not implemented yet; use 'strict' or "
+                "'debug' (TORCHTPU_EAGER_MODE / TORCH_TPU_DEFER_AND_FUSE).");
+    return m;
+  }()};
+  return mode;
+}
+
+std::atomic<bool>& nan_slot() {
+  static std::atomic<bool> on{env::get("TORCHTPU_CHECK_NANS").value_or("0") == "1"};
+  return on;
+}
+
+}  // namespace
+
+EagerMode eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
+
+void set_eager_mode(EagerMode mode) {
+  TORCH_CHECK(mode != EagerMode::fused,
+              "The fused eager mode (DeferAndFuse) is not implemented yet; use 'strict' or "
+              "'debug'.");
+  mode_slot().store(mode);
+}
+
+const char* name(EagerMode mode) {
+  switch (mode) {
+    case EagerMode::debug: return "debug";
+    case EagerMode::strict: return "strict";
+    case EagerMode::fused: return "fused";
+  }
+  return "strict";
+}
+
+EagerMode eager_mode_from_name(const std::string& n) {
+  if (n == "debug") return EagerMode::debug;
+  if (n == "strict") return EagerMode::strict;
+  if (n == "fused") return EagerMode::fused;
+  TORCH_CHECK_VALUE(false, "Unknown eager mode '", n, "'; expected 'debug', 'strict' or 'fused'");
+}
+
+bool check_nans() { return nan_slot().load(std::memory_order_relaxed); }
+void set_check_nans(bool on) { nan_slot().store(on); }
+
+}  // namespace torchtpu::runtime

@@ -1,0 +1,101 @@
+"""Eager modes: the API, asynchronous strict eager, synchronous debug eager and NaN checks."""
+import pytest
+import torch
+import torchtpu
+from conftest import run_python
+
+
+@pytest.fixture(autouse=True)
+def _restore_mode():
+    mode = torchtpu.get_eager_mode()
+    yield
+    torchtpu.set_check_nans(False)
+    torchtpu.set_eager_mode(mode)
+
+
+def test_default_is_strict_and_modes_switch():
+    assert torchtpu.get_eager_mode() in ("strict", "debug")  # the suite also runs in debug mode
+    torchtpu.set_eager_mode("debug")
+    assert torchtpu.get_eager_mode() == "debug"
+    with torchtpu.eager_mode("strict"):
+        assert torchtpu.get_eager_mode() == "strict"
+    assert torchtpu.get_eager_mode() == "debug"
+    with pytest.raises(ValueError, match="Unknown eager mode"):
+        torchtpu.set_eager_mode("lazy")
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, "strict"),
+    ({"TORCHTPU_EAGER_MODE": "debug"}, "debug"),
+    ({"TPU_LAUNCH_BLOCKING": "1"}, "debug"),
+])
+def test_mode_from_environment(env, expected):
+    base = {"TORCHTPU_EAGER_MODE": "", "TPU_LAUNCH_BLOCKING": "", "TORCH_TPU_DEFER_AND_FUSE": ""}
+    out = run_python("import torchtpu; print(torchtpu.get_eager_mode())", env={**base, **env})
+    assert out.stdout.strip() == expected
+
+
+def test_fused_is_a_clear_error_until_it_exists():
+    with pytest.raises(RuntimeError, match="fused eager mode .* not implemented yet"):
+        torchtpu.set_eager_mode("fused")
+    proc = run_python("import torch, torchtpu; torch.ones(2, device='tpu')",
+                      env={"TORCHTPU_EAGER_MODE": "", "TORCH_TPU_DEFER_AND_FUSE": "1"}, check=False)
+    assert proc.returncode != 0 and "not implemented yet" in proc.stderr
+
+
+def bad_scatter():
+    x = torch.zeros(4, device="tpu")
+    index = torch.tensor([0, 9], device="tpu")  # 9 is out of range: found only when it runs
+    x.scatter_(0, index, torch.ones(2, device="tpu"))
+    return x
+
+
+def test_strict_errors_surface_at_the_next_synchronization_naming_the_op():
+    torchtpu.set_eager_mode("strict")
+    x = bad_scatter()  # returns: the kernel has not run yet
+    with pytest.raises(RuntimeError, match=r"TPU error in 'aten::scatter.*' on tpu:0 .*index 9 is out of bounds"):
+        torch.tpu.synchronize()
+    # Nothing is left pending: the next operations work.
+    assert (torch.ones(3, device="tpu") * 2).sum().item() == 6.0
+    del x
+
+
+def test_debug_errors_are_raised_at_the_faulting_op():
+    torchtpu.set_eager_mode("debug")
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        bad_scatter()
+
+
+def test_debug_nan_check_names_the_first_op():
+    torchtpu.set_eager_mode("debug")
+    torchtpu.set_check_nans(True)
+    x = torch.tensor([1.0, -1.0], device="tpu")
+    y = x * 2  # finite
+    with pytest.raises(RuntimeError, match=r"TORCHTPU_CHECK_NANS: aten::log\.out produced NaN"):
+        torch.log(y)
+    torchtpu.set_check_nans(False)
+    assert torch.isnan(torch.log(y)).any().item()
+
+
+def test_strict_results_match_debug_results():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 32), torch.randn(32, 16)
+    results = {}
+    for mode in ("debug", "strict"):
+        torchtpu.set_eager_mode(mode)
+        ta, tb = a.to("tpu"), b.to("tpu")
+        h = torch.relu(ta @ tb + 1).softmax(-1)
+        h.mul_(3).add_(ta[:, :16])
+        results[mode] = h.cpu()
+    assert torch.equal(results["strict"], results["debug"])
+
+
+def test_streams_order_work_in_strict_mode():
+    torchtpu.set_eager_mode("strict")
+    s = torch.tpu.Stream()
+    x = torch.ones(1000, device="tpu")
+    with torch.tpu.stream(s):
+        s.wait_stream(torch.tpu.default_stream())
+        y = x * 3  # runs on s, after x was filled on the default stream
+    torch.tpu.default_stream().wait_stream(s)
+    assert y.sum().item() == 3000.0
