@@ -11,8 +11,14 @@
 
 namespace torchtpu::aten {
 
+// The conjugate and negative view bits are kept (only _copy_from sees tensors that carry them:
+// PyTorch resolves them before every other kernel).
 inline at::Tensor host_alias(const at::Tensor& t) {
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  at::Tensor alias =
+      at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  if (t.is_conj()) alias = alias.conj();
+  if (t.is_neg()) alias = alias._neg_view();
+  return alias;
 }
 
 // A device tensor holding a copy of a host result (undefined stays undefined).

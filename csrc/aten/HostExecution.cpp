@@ -78,7 +78,7 @@ const char* const kVpuOps[] = {
     "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
     "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
     "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where",
-    "lerp", "addcmul", "addcdiv", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
+    "lerp", "addcmul", "addcdiv", "addr", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill",
     // activations and their backward
@@ -295,7 +295,11 @@ bool size_outputs_with_meta(const c10::OperatorHandle& op, const torch::jit::Sta
     }
   }
   const torch::jit::Stack args(meta.begin(), meta.end());
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  } catch (const std::exception&) {
+    return false;  // no usable meta kernel (say, a data-dependent shape): the op runs inline
+  }
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const auto* info = schema.arguments()[i].alias_info();
     if (!schema.arguments()[i].is_out()) continue;
@@ -392,18 +396,28 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       std::all_of(returned.begin(), returned.end(), [](int i) { return i >= 0; }) &&
       (!is_out_fn(schema) || size_outputs_with_meta(op, *stack, base));
   if (enqueue) {
+    // The work gets host aliases made now (the shapes of issue time, as a kernel launch
+    // captures its arguments) and keeps the TPU tensors, whose storage owns the memory.
     Footprint footprint;
+    std::vector<at::Tensor> keep;
     torch::jit::Stack args(stack->begin() + base, stack->end());
     map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
-      if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
-      // A CPU scalar is read when the work runs: take its value now.
-      return t.defined() && t.device().is_cpu() ? t.clone() : t;
+      if (!t.defined()) return t;
+      if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
+      footprint.add(t);
+      keep.push_back(t);
+      return resizable_host_alias(t);
     });
     charge(schema, name, footprint);
+    const std::vector<c10::IValue> results = [&] {
+      std::vector<c10::IValue> r;
+      for (int i : returned) r.push_back((*stack)[base + i]);
+      return r;
+    }();
     torch::jit::drop(*stack, num_args);
-    for (int i : returned) stack->push_back(args[i]);
-    launch(*device, name, [&op, args = std::move(args), device = *device]() mutable {
-      run_on_host(op, &args, device, false, nullptr);
+    for (const auto& r : results) stack->push_back(r);
+    launch(*device, name, [op, args = std::move(args), keep = std::move(keep)]() mutable {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &args);
     });
     return;
   }

@@ -124,7 +124,8 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
     const c10::DeviceGuard guard(out.device());
     at::native::resize_(out, host.sizes(), std::nullopt);
   }
-  launch(out.device(), "aten::arange", [out, host] { host_alias(out).copy_(host); }, {out});
+  launch(out.device(), "aten::arange",
+         [out, dst = host_alias(out), host]() mutable { dst.copy_(host); }, {out});
   return out;
 }
 
@@ -155,10 +156,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     // A copy or cast on the device: one VPU pass, in stream order.
     charge_vector("aten::_copy_from", dst, 1,
                   sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
-    launch(dst.device(), "aten::_copy_from", [self, dst] {
-      at::Tensor d = host_alias(dst);
-      at::native::copy_(d, host_alias(self), false);
-    }, {dst});
+    // Host aliases are made now: the work must see the shapes of issue time, as a kernel
+    // launch captures its arguments (the tensors themselves keep the memory alive).
+    launch(dst.device(), "aten::_copy_from",
+           [self, dst, d = host_alias(dst), src = host_alias(self)]() mutable {
+             at::native::copy_(d, src, false);
+           },
+           {dst});
     return dst;
   }
   // Transfers (and copies between two devices) see device memory as of now: the host waits
@@ -274,7 +278,8 @@ void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
   count_op("aten::fill_.Scalar");
   charge_vector("aten::fill_", self, 1);
-  launch(self.device(), "aten::fill_", [self, value] { host_alias(self).fill_(value); }, {self});
+  launch(self.device(), "aten::fill_",
+         [self, alias = host_alias(self), value]() mutable { alias.fill_(value); }, {self});
   return self;
 }
 
@@ -283,16 +288,19 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   check_scalar_operand(self, value);
   charge_vector("aten::fill_", self, 1);
   const at::Tensor v = value.is_cpu() ? value.clone() : value;  // a CPU scalar by value
-  launch(self.device(), "aten::fill_", [self, v] {
-    host_alias(self).fill_(v.is_cpu() ? v.item() : host_alias(v).item());
-  }, {self});
+  launch(self.device(), "aten::fill_",
+         [self, alias = host_alias(self), v, v_alias = v.is_cpu() ? v : host_alias(v)]() mutable {
+           alias.fill_(v_alias.item());
+         },
+         {self});
   return self;
 }
 
 at::Tensor& zero_(at::Tensor& self) {
   count_op("aten::zero_");
   charge_vector("aten::zero_", self, 1);
-  launch(self.device(), "aten::zero_", [self] { host_alias(self).zero_(); }, {self});
+  launch(self.device(), "aten::zero_",
+         [self, alias = host_alias(self)]() mutable { alias.zero_(); }, {self});
   return self;
 }
 
@@ -421,6 +429,16 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 }
 
 }  // namespace
+
+// _copy_from handles conjugate and negative views itself (through host aliases that keep the
+// bits). Without these fallthroughs PyTorch's Conjugate/Negative fallbacks would materialize
+// the view with clone -> copy_ -> _copy_from, which comes back to them: endless recursion.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+}
 
 // A call with one CPU and one TPU tensor dispatches to AutogradPrivateUse1 first.
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {

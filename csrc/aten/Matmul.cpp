@@ -49,50 +49,61 @@ void add_epilogue(sim::Estimate& e, const at::Tensor& out, const at::Tensor& sel
   e.hbm_s += bias / model.chip().hbm_bytes_per_s;
 }
 
-// out = beta * self + alpha * (a @ b) on host aliases; `self` undefined means a plain product.
-// `self` is broadcast. On the MXU with `precision`, or (on_mxu false) on the host.
-void run_product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
-                 const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
-                 const at::Tensor& out, bool on_mxu, sim::Precision precision) {
-  const at::Tensor h_out = host_alias(out);
-  const bool use_beta = self.defined() &&
-                        !(beta.isIntegral(true) ? beta.toLong() == 0 : beta.toDouble() == 0.0);
-  // Writing the product straight into out would clobber self where they share memory.
-  const bool direct = !use_beta || !out.is_alias_of(self);
-  at::Tensor p = direct ? h_out : at::empty(h_out.sizes(), h_out.options());
-  if (on_mxu) {
-    sim::matmul(host_alias(a), host_alias(b), p, precision);
+// out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain
+// product; `out_aliases_self` says whether out shares memory with self. `self` is broadcast.
+// On the MXU with `precision`, or (on_mxu false) on the host.
+void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tensor& h_b,
+                 const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& h_out,
+                 bool out_aliases_self, bool on_mxu, sim::Precision precision) {
+  const bool integral = at::isIntegralType(h_out.scalar_type(), /*includeBool=*/true);
+  // As PyTorch's CPU kernels do: the scalars take the result's type.
+  const c10::Scalar b = integral ? c10::Scalar(beta.toLong()) : beta;
+  const c10::Scalar a = integral ? c10::Scalar(alpha.toLong()) : alpha;
+  const bool use_beta = h_self.defined() && !(integral ? b.toLong() == 0 : b.toDouble() == 0.0);
+  const bool epilogue = use_beta || !a.equal(1);
+  // bf16 with an epilogue: the MXU adds the bias to the fp32 accumulator and rounds once.
+  // bf16 products are exact in fp32, so an fp32 GEMM of the widened operands is that.
+  const bool widen = on_mxu && epilogue && h_out.scalar_type() == at::kBFloat16;
+  const bool direct = !widen && (!use_beta || !out_aliases_self);
+  at::Tensor p = direct ? h_out
+                        : at::empty(h_out.sizes(), h_out.options().dtype(
+                                                       widen ? at::kFloat : h_out.scalar_type()));
+  if (widen) {
+    sim::matmul(h_a.to(at::kFloat), h_b.to(at::kFloat), p, sim::Precision::kHighest);
+  } else if (on_mxu) {
+    sim::matmul(h_a, h_b, p, precision);
   } else {
-    at::matmul_out(p, host_alias(a), host_alias(b));
+    at::matmul_out(p, h_a, h_b);
   }
-  if (!alpha.equal(1)) p.mul_(alpha);
-  if (use_beta) {
-    const at::Tensor h_self = host_alias(self);
-    if (direct) {
-      h_out.add_(h_self.mul(beta));
-    } else {
-      h_out.copy_(h_self.expand_as(h_out).mul(beta).add_(p));
-    }
-  }
+  if (!a.equal(1)) p.mul_(a);
+  if (use_beta) p.add_(widen ? h_self.to(at::kFloat).mul(b) : h_self.mul(b));
+  if (!direct) h_out.copy_(p);
 }
 
-// Charges and launches out = beta * self + alpha * (a @ b); see run_product.
+// Charges and launches out = beta * self + alpha * (a @ b); see run_product. Host aliases are
+// made on the calling thread, so the work sees the shapes of issue time.
 void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
              const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
              const at::Tensor& out) {
+  const at::Tensor h_self = self.defined() ? host_alias(self) : at::Tensor();
+  const at::Tensor h_a = host_alias(a), h_b = host_alias(b), h_out = host_alias(out);
+  const bool aliased = self.defined() && out.is_alias_of(self);
   if (!sim::mxu_supports(a.scalar_type())) {
     note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")",
                   "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
                   "passes, float16 and int8); it runs on the host, in place on the device memory.");
     wait_for_device(out.device());
-    run_product(op, self, a, b, beta, alpha, out, false, sim::Precision::kHighest);
+    run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, false, sim::Precision::kHighest);
     return;
   }
   auto e = sim::matmul_estimate(a, b, out);
   if (self.defined()) add_epilogue(e, out, self);
   sim::record(op, e);
   const auto precision = sim::current_precision();  // the caller's, captured now
-  launch(out.device(), op, [=] { run_product(op, self, a, b, beta, alpha, out, true, precision); },
+  launch(out.device(), op,
+         [=, keep = std::vector<at::Tensor>{self, a, b, out}] {
+           run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, true, precision);
+         },
          {out});
 }
 

@@ -26,4 +26,37 @@ SKIP = {
 }
 
 # (name, variant_test_name, dtype name) -> reason
+_HARNESS_AS_STRIDED = ("harness limitation: the sample is a view into a larger storage and "
+                       "as_strided reads outside the view; moving the sample with .to() copies "
+                       "only the view, so the storages differ (the same happens with CUDA)")
+_HARNESS_TENSOR_SPLIT = ("harness limitation: the sweep moves every sample tensor to the device, "
+                         "but tensor_split requires its indices tensor on the CPU (CUDA raises "
+                         "the same error)")
+_SPARSE = ("sparse layouts are not supported on tpu: PyTorch raises NotImplementedError for "
+           "the Sparse/SparseCsr tpu backend (no silent wrong result)")
 XFAIL: dict[tuple[str, str, str], str] = {}
+for _dtype in ("float32", "bfloat16", "int64", "bool"):
+    XFAIL[("as_strided", "partial_views", _dtype)] = _HARNESS_AS_STRIDED
+    XFAIL[("tensor_split", "", _dtype)] = _HARNESS_TENSOR_SPLIT
+    XFAIL[("to_sparse", "", _dtype)] = _SPARSE
+XFAIL[("sparse.sampled_addmm", "", "float32")] = _SPARSE
+# Open bugs, found by the sweep and not yet understood: each states what was measured.
+XFAIL[("nn.functional.grid_sample", "", "bfloat16")] = (
+    "open bug: on the 2x3x345x456 reference sample the result differs from the CPU's (NaN "
+    "positions included); the op runs through the CPU fallback (aten::grid_sampler_2d)")
+XFAIL[("nn.functional.linear_cross_entropy", "chunked_none", "bfloat16")] = (
+    "open bug: one element differs by one bf16 ulp (0.03125 at 4.4) from the CPU's; the "
+    "chunked loss runs aten::mm.out on the MXU executor")
+
+# (name, variant_test_name, dtype name) -> (atol, rtol, reason): comparisons with a tolerance
+# other than PyTorch's default for the dtype, each with the reason it follows from.
+TOLERANCE: dict[tuple[str, str, str], tuple[float, float, str]] = {
+    ("nn.functional.scaled_dot_product_attention", "", "float32"): (
+        5e-5, 1e-4, "the CPU reference runs flash attention (blocked online softmax); tpu runs "
+        "the math decomposition (MXU matmuls, VPU softmax), another order of fp32 sums: "
+        "measured max abs difference 1.5e-5"),
+    ("nn.functional.scaled_dot_product_attention", "", "bfloat16"): (
+        6e-2, 2e-2, "as for float32, and flash attention keeps its running sums in fp32 where "
+        "the math decomposition rounds the scores and probabilities to bf16: up to two bf16 "
+        "ulps of values near 1 (measured 3.1e-2)"),
+}

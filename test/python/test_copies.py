@@ -103,3 +103,16 @@ def test_printing_names_the_device():
     t = torch.arange(3, device="tpu:1")
     assert repr(t) == "tensor([0, 1, 2], device='tpu:1')"
     assert "device='tpu:0'" in repr(torch.tensor([0.5, -1.25], device="tpu"))
+
+
+def test_conjugate_and_negative_views_copy_correctly():
+    # Regression (OpInfo sweep, fft.ifft on bool): copying a conjugate view used to recurse
+    # through PyTorch's Conjugate fallback until the stack overflowed.
+    z = torch.randn(5, dtype=torch.complex64)
+    assert torch.equal(z.conj().to("tpu").cpu(), z.conj().resolve_conj())
+    assert torch.equal(z.to("tpu").conj().cpu(), z.conj())
+    assert torch.equal(z.to("tpu").conj().to("tpu:1").cpu(), z.conj())
+    x = torch.randn(5)
+    assert torch.equal(x.to("tpu")._neg_view().cpu(), -x)
+    assert torch.equal(torch.fft.ifft(torch.tensor([True, False, True, True], device="tpu")).cpu(),
+                       torch.fft.ifft(torch.tensor([True, False, True, True])))
