@@ -106,5 +106,19 @@ def cmake_prefix_path() -> str:
     return _os.path.join(_os.path.dirname(__file__), "share", "cmake")
 
 
+def _finish_pending_work() -> None:
+    # Work still queued on the device streams at exit must not run while the interpreter and
+    # torch tear down; an error it raises is reported, not lost.
+    try:
+        _C.sync()
+    except Exception as e:  # noqa: BLE001
+        _sys.stderr.write(f"torchtpu: queued device work failed at exit: {e}\n")
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_finish_pending_work)
+
+
 def _autoload():
     """Entry point of the ``torch.backends`` group: importing this package did the work."""

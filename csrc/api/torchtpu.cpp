@@ -9,6 +9,8 @@
 
 #include <c10/core/DeviceType.h>
 
+#include <cstdlib>
+
 namespace torchtpu {
 namespace {
 
@@ -27,7 +29,22 @@ c10::CachingAllocator::Stat aggregate(const c10::CachingAllocator::StatArray& ar
 
 }  // namespace
 
-int init() { return device_count(); }
+int init() {
+  // Queued device work (strict eager) is finished before static destruction at exit.
+  static const bool registered = [] {
+    std::atexit([] {
+      for (int i = 0; i < runtime::device_count(); ++i) {
+        try {
+          runtime::synchronize_device(static_cast<c10::DeviceIndex>(i));
+        } catch (const std::exception&) {
+        }
+      }
+    });
+    return true;
+  }();
+  (void)registered;
+  return device_count();
+}
 
 int device_count() { return runtime::device_count(); }
 
