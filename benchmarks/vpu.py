@@ -2,7 +2,8 @@
 n x n float32 tensors (default 4096), interleaved in one run. Host times measured; the
 estimated TPU time of one launch is printed beside them.
 
-    python benchmarks/vpu.py
+    python benchmarks/vpu.py                  # strict eager (the default mode)
+    python benchmarks/vpu.py --mode debug     # synchronous: the kernels alone
     python benchmarks/vpu.py --size 2048 --repeats 5
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-import torchtpu  # noqa: F401
+import torchtpu
 
 import common
 
@@ -37,12 +38,14 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--mode", default="strict", choices=["strict", "debug"])
     args = p.parse_args()
+    torchtpu.set_eager_mode(args.mode)
     n = args.size
     torch.manual_seed(0)
     x, y = torch.randn(n, n), torch.randn(n, n)
     tx, ty = x.to("tpu"), y.to("tpu")
-    print(f"{n}x{n} float32; host ms measured (median), TPU us estimated for "
+    print(f"{n}x{n} float32, {args.mode} eager; host ms measured (median), TPU us estimated for "
           f"{torch.tpu.get_device_properties().chip}")
     print(f"{'op':<18}{'cpu ms':>9}{'tpu ms':>9}{'tpu/cpu speed':>15}{'est. TPU us':>13}")
     rows = []
@@ -56,10 +59,10 @@ def main() -> None:
               f"{est['device_time_s'] * 1e6:>13.1f}")
     worst = min(rows, key=lambda r: r["ratio"])
     print(f"lowest ratio: {worst['op']} {worst['ratio']:.2f}x")
-    common.write_json("vpu", {
+    common.write_json(f"vpu-{args.mode}", {
         "description": "VPU executor vs torch CPU eager, ratio = cpu_s / tpu_s (>1: tpu faster), "
                        "median of interleaved repeats",
-        "size": n, "rows": rows,
+        "size": n, "mode": args.mode, "rows": rows,
     })
 
     def draw(plt):
@@ -67,11 +70,11 @@ def main() -> None:
         ax.barh([r["op"] for r in rows], [r["ratio"] for r in rows])
         ax.axvline(0.9, color="grey", ls="--", lw=1, label="0.9x target")
         ax.set_xlabel("host speed tpu / cpu (measured)")
-        ax.set_title(f"VPU executor vs CPU eager, {n}x{n} float32")
+        ax.set_title(f"VPU executor vs CPU eager, {n}x{n} float32, {args.mode} eager")
         ax.legend()
         return fig
 
-    common.plot("vpu", draw)
+    common.plot(f"vpu-{args.mode}", draw)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@
 #include "sim/CostModel.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty_strided.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
@@ -266,53 +265,17 @@ std::vector<int> returned_arguments(const c10::FunctionSchema& schema) {
   return out;
 }
 
-// Before an out= op is enqueued, its out tensors get the shape the kernel will give them: the
-// op's meta kernel computes it (shape errors are raised here, at the op). False when the op
-// has no meta kernel or an out argument is a list: then it runs inline.
-bool size_outputs_with_meta(const c10::OperatorHandle& op, const torch::jit::Stack& stack,
-                            size_t base) {
-  const auto& schema = op.schema();
-  if (!op.hasKernelForDispatchKey(c10::DispatchKey::Meta)) return false;
-  torch::jit::Stack meta(stack.begin() + base, stack.end());
-  for (auto& slot : meta) {
-    auto to_meta = [](const at::Tensor& t) -> at::Tensor {
-      if (!t.defined() || !t.device().is_privateuseone()) return t;
-      return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta));
-    };
-    if (slot.isTensor()) {
-      slot = to_meta(slot.toTensor());
-    } else if (slot.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : slot.toTensorList()) list.push_back(to_meta(t));
-      slot = list;
-    } else if (slot.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> list;
-      for (const auto& item : slot.toOptionalTensorList()) {
-        const std::optional<at::Tensor> t = item;
-        list.push_back(t.has_value() ? std::optional<at::Tensor>(to_meta(*t)) : std::nullopt);
-      }
-      slot = list;
-    }
-  }
-  const torch::jit::Stack args(meta.begin(), meta.end());
-  try {
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
-  } catch (const std::exception&) {
-    return false;  // no usable meta kernel (say, a data-dependent shape): the op runs inline
-  }
+// An out= op is enqueued only when its out tensors are non-empty tensors: PyTorch's generic
+// kernels for the functional and in-place forms hand over outputs already sized by the op's
+// meta function. An empty out tensor (to be sized by the kernel) makes the op run inline.
+// (Running the meta function here instead would cost little for C++ meta kernels but
+// milliseconds for the Python ones some ops have.)
+bool outputs_already_sized(const c10::FunctionSchema& schema, const torch::jit::Stack& stack,
+                           size_t base) {
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
-    const auto* info = schema.arguments()[i].alias_info();
     if (!schema.arguments()[i].is_out()) continue;
-    const c10::IValue& dev = stack[base + i];
-    if (!dev.isTensor()) return false;
-    const at::Tensor& d = dev.toTensor();
-    const at::Tensor& m = args[i].toTensor();
-    if (d.sizes() == m.sizes() && d.strides() == m.strides()) continue;
-    at::Tensor target = d;
-    target.resize_(m.sizes());
-    if (target.strides() != m.strides()) {
-      target.set_(target.storage(), target.storage_offset(), m.sizes(), m.strides());
-    }
+    const c10::IValue& v = stack[base + i];
+    if (!v.isTensor() || v.toTensor().numel() == 0) return false;
   }
   return true;
 }
@@ -394,7 +357,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       !route_results && runtime::eager_mode() == runtime::EagerMode::strict &&
       !has_generator_argument(schema) &&
       std::all_of(returned.begin(), returned.end(), [](int i) { return i >= 0; }) &&
-      (!is_out_fn(schema) || size_outputs_with_meta(op, *stack, base));
+      (!is_out_fn(schema) || outputs_already_sized(schema, *stack, base));
   if (enqueue) {
     // The work gets host aliases made now (the shapes of issue time, as a kernel launch
     // captures its arguments) and keeps the TPU tensors, whose storage owns the memory.
@@ -416,9 +379,25 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
     }();
     torch::jit::drop(*stack, num_args);
     for (const auto& r : results) stack->push_back(r);
-    launch(*device, name, [op, args = std::move(args), keep = std::move(keep)]() mutable {
-      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &args);
-    });
+    // The out aliases, to check that the kernel kept their shapes.
+    std::vector<std::pair<at::Tensor, std::vector<int64_t>>> outs;
+    for (size_t i = 0; i < num_args; ++i) {
+      if (schema.arguments()[i].is_out() && args[i].isTensor()) {
+        outs.emplace_back(args[i].toTensor(), args[i].toTensor().sizes().vec());
+      }
+    }
+    launch(*device, name,
+           [op, name, args = std::move(args), keep = std::move(keep), outs]() mutable {
+             op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &args);
+             for (const auto& [alias, sizes] : outs) {
+               TORCH_CHECK(alias.sizes() == c10::IntArrayRef(sizes), name,
+                           ": the out= tensor of shape ", c10::IntArrayRef(sizes),
+                           " does not have the result's shape ", alias.sizes(),
+                           ". PyTorch's resizing of non-empty out= tensors is deprecated and "
+                           "strict eager does not do it: pass an empty or correctly sized out "
+                           "tensor (or use debug eager).");
+             }
+           });
     return;
   }
   wait_for_device(*device);
