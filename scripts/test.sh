@@ -15,7 +15,7 @@ echo "== Python tests (pytest), strict eager (the default)"
 "$PYTHON" -m pytest -q "$@"
 echo "== Python tests (pytest) again in debug eager"
 TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
-echo "== PyTorch ModuleInfo sweep (all of module_db) and OpInfo sweep, CI tier (shard 0 of 8)"
-(cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
+echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
+(cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

@@ -30,6 +30,16 @@ struct StreamQueue::Impl {
   std::exception_ptr error;
   std::string error_what;
   bool started = false;
+  // Work that has run, destroyed later by a host thread (see take_finished): its captures may
+  // be the last owners of tensors that Python also refers to, and releasing those needs the
+  // GIL, which a host thread waiting for this stream may hold.
+  std::vector<std::function<void()>> finished;
+
+  std::vector<std::function<void()>> take_finished() {
+    std::vector<std::function<void()>> out;
+    out.swap(finished);
+    return out;
+  }
 
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
@@ -45,6 +55,7 @@ struct StreamQueue::Impl {
         failure = std::current_exception();
       }
       lock.lock();
+      finished.push_back(std::move(item.work));
       if (failure && !error) {
         error = failure;
         error_what = item.what;
@@ -59,7 +70,9 @@ StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
 void StreamQueue::enqueue(std::function<void()> work, std::string what) {
+  std::vector<std::function<void()>> finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  finished = impl_->take_finished();
   if (!impl_->started) {
     // The worker holds its own reference to the state and is detached: streams live for the
     // whole process, and joining threads during static destruction could hang.
@@ -72,8 +85,10 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what) {
 }
 
 void StreamQueue::synchronize() {
+  std::vector<std::function<void()>> finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
+  finished = impl_->take_finished();
   if (impl_->error) {
     auto error = impl_->error;
     auto what = impl_->error_what;

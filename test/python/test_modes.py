@@ -99,3 +99,24 @@ def test_streams_order_work_in_strict_mode():
         y = x * 3  # runs on s, after x was filled on the default stream
     torch.tpu.default_stream().wait_stream(s)
     assert y.sum().item() == 3000.0
+
+
+def test_queued_work_never_releases_python_tensors_on_its_thread():
+    # Regression (OptimizerInfo sweep): queued work was the last owner of tensors Python had
+    # dropped, released them on the stream's thread (which needs the GIL) while the host held
+    # the GIL waiting for that stream in .item(): a deadlock. Run in a subprocess so that a
+    # regression fails on the timeout instead of hanging the suite.
+    out = run_python(
+        """
+        import torch, torchtpu
+        torchtpu.set_eager_mode("strict")
+        total = 0.0
+        for i in range(300):
+            x = torch.full((64,), float(i), device="tpu")
+            y = x * 2
+            del x
+            total += y.sum().item()
+        print(total)
+        """
+    ).stdout.strip()
+    assert float(out) == sum(128.0 * i for i in range(300))
