@@ -185,7 +185,7 @@ bool is_foreign_dtype(const at::Tensor& t) {
   return s == at::kDouble || at::isComplexType(s);
 }
 
-// Applies `f` to every tensor argument slot of the op on the stack (tensors, tensor lists,
+// Applies `f` to every tensor slot among stack[base, base + count) (tensors, tensor lists,
 // optional tensor lists), replacing each tensor with what `f` returns.
 template <typename F>
 void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args, F&& f) {
@@ -313,16 +313,7 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::D
     return to_device_result(t, device);
   };
   const size_t num_returns = schema.returns().size();
-  for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) {
-    c10::IValue& slot = (*stack)[i];
-    if (slot.isTensor()) {
-      slot = map_result(slot.toTensor());
-    } else if (slot.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : slot.toTensorList()) list.push_back(map_result(t));
-      slot = list;
-    }
-  }
+  map_tensor_arguments(stack, stack->size() - num_returns, num_returns, map_result);
 }
 
 std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) {

@@ -112,12 +112,6 @@ void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor&
   product(op, at::Tensor(), a, b, 0, 1, out);
 }
 
-void scaled_product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
-                    const at::Tensor& b, const c10::Scalar& beta, const c10::Scalar& alpha,
-                    const at::Tensor& out) {
-  product(op, self, a, b, beta, alpha, out);
-}
-
 // ---------------------------------------------------------------------------------------------
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
@@ -164,7 +158,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
               self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
   resize_out(out, sizes);
-  scaled_product("aten::addmm", self, mat1, mat2, beta, alpha, out);
+  product("aten::addmm", self, mat1, mat2, beta, alpha, out);
   return out;
 }
 
@@ -183,7 +177,7 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
   TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
               self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
   resize_out(out, sizes);
-  scaled_product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
+  product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
   return out;
 }
 
@@ -197,7 +191,7 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
               "), mat (", mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
   check_dtypes(mat, vec);
   resize_out(out, {mat.size(0)});
-  scaled_product("aten::addmv", self, mat, vec, beta, alpha, out);
+  product("aten::addmv", self, mat, vec, beta, alpha, out);
   return out;
 }
 
