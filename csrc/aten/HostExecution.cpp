@@ -13,6 +13,10 @@
 //     to that argument, whose shape is synced if the kernel resized it; a new result takes its
 //     device-resident memory over without a copy (anything else is copied and counted as
 //     vpu.result_copies).
+// In strict eager, ops whose results are their arguments (in-place ops, and out= ops whose
+// outputs are already sized) and that draw no random numbers are enqueued instead: host
+// aliases are made on the calling thread (the shapes of issue time) and the CPU kernel runs on
+// the stream's worker. Everything else runs inline, after the device's queued work.
 // Functional and in-place variants of structured ops are not registered here: PyTorch's
 // CompositeExplicitAutogradNonFunctional kernels of those allocate the result on the device
 // and call the out= variant, which runs here with no allocation routed at all (so a kernel's
@@ -23,8 +27,8 @@
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
-#include "runtime/Mode.h"
 #include "runtime/Allocator.h"
+#include "runtime/Mode.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 

@@ -42,7 +42,7 @@ int matmul_passes(c10::ScalarType dtype);
 bool mxu_supports(c10::ScalarType dtype);
 
 // out = a @ b for host tensors of a supported dtype: 1-D/2-D/3-D as at::matmul. `out` has the
-// result's shape and dtype (int32 for int8 operands when `int32_out`, else the operands' dtype).
+// result's shape and dtype: the operands' dtype, or int32 for int8 operands (_int_mm).
 // `precision` applies to float32 and float16 operands (pass current_precision() of the thread
 // that issued the op).
 void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Precision precision);
