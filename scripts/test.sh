@@ -18,4 +18,6 @@ TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
 echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
+echo "== transformers model zoo, CI tier (3 architectures; the sweep is test/models/zoo.py)"
+"$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

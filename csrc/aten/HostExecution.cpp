@@ -81,7 +81,7 @@ const char* const kVpuOps[] = {
     "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
     "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
     "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where",
-    "lerp", "addcmul", "addcdiv", "addr", "hypot", "atan2", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
+    "lerp", "addcmul", "addcdiv", "addr", "hypot", "atan2", "floor_divide", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill",
     // activations and their backward
@@ -101,7 +101,7 @@ const char* const kVpuOps[] = {
     // embedding and indexing
     "embedding_dense_backward", "index_select", "index", "_index_put_impl_", "index_put_",
     "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-    "index_fill", "masked_select", "masked_scatter", "nonzero", "take", "put_",
+    "index_fill", "masked_select", "masked_scatter", "nonzero", "take", "put_", "isin",
     // data movement
     "cat", "flip", "roll", "tril", "triu", "constant_pad_nd", "reflection_pad1d",
     "reflection_pad2d", "replication_pad1d", "replication_pad2d", "repeat_interleave", "sort",

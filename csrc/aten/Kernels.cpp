@@ -19,6 +19,7 @@
 #include <ATen/ops/_has_compatible_shallow_copy_type_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/histc.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
@@ -365,6 +366,24 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 }
 
 // ---------------------------------------------------------------------------------------------
+// histc. PyTorch's CPU kernel takes floating types only, but CUDA's takes integers too, and
+// code written for accelerators relies on it (transformers' MoE routing counts expert indices
+// with histc when the device is not the CPU). Integers are counted through float32, exact for
+// |x| < 2^24.
+
+at::Tensor histc(const at::Tensor& self, int64_t bins, const c10::Scalar& min,
+                 const c10::Scalar& max) {
+  count_op("aten::histc");
+  wait_for_device(self.device());
+  const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
+  const at::Tensor h = host_alias(self);
+  at::Tensor result = at::histc(integral ? h.to(at::kFloat) : h, bins, min, max);
+  if (integral) result = result.to(self.scalar_type());
+  charge_vector("aten::histc", self, 2);
+  return on_device(result, self.device());
+}
+
+// ---------------------------------------------------------------------------------------------
 // Batch norm. native_batch_norm updates running_mean/running_var in place although its schema
 // does not mark them as written, so the copying CPU fallback would lose the update. It runs on
 // host aliases instead, which write the running statistics straight into device memory.
@@ -474,6 +493,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", random_to_);
   m.impl("random_.from", random_from_);
   m.impl("exponential_", exponential_);
+  m.impl("histc", histc);
   m.impl("native_batch_norm", native_batch_norm);
   m.impl("native_batch_norm_backward", native_batch_norm_backward);
 }

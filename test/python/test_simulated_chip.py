@@ -295,3 +295,13 @@ def test_empty_matmuls_give_the_cpu_result(m, k, n):
     assert got.shape == (m, n) and torch.equal(got, a @ b)
     bias = torch.randn(n)
     torch.testing.assert_close(torch.addmm(bias.to("tpu"), a.to("tpu"), b.to("tpu")).cpu(), torch.addmm(bias, a, b))
+
+
+def test_histc_counts_integers_like_cuda():
+    # PyTorch's CPU histc takes floating types only; CUDA's takes integers, and accelerator code
+    # relies on it (transformers' MoE routing): found by the model-zoo sweep.
+    x = torch.tensor([0, 1, 1, 3, 2, 3, 3], dtype=torch.int32)
+    got = torch.histc(x.to("tpu"), bins=4, min=0, max=3)
+    assert got.dtype == torch.int32 and got.cpu().tolist() == [1, 2, 1, 3]
+    f = torch.randn(100)
+    assert torch.equal(torch.histc(f.to("tpu"), bins=7).cpu(), torch.histc(f, bins=7))
