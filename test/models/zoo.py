@@ -48,21 +48,31 @@ SMALL = {
 def shrink(cfg) -> None:
     from transformers import PretrainedConfig
 
-    for key, value in SMALL.items():
-        if hasattr(cfg, key) and isinstance(getattr(cfg, key), int):
+    def set_if_writable(key, value):
+        try:
             setattr(cfg, key, value)
+        except (AttributeError, TypeError, ValueError):
+            pass  # a read-only property, derived from other fields
+
+    for key, value in SMALL.items():
+        try:
+            current = getattr(cfg, key, None)
+        except Exception:  # noqa: BLE001 - some configs raise for per-layer attributes
+            continue
+        if isinstance(current, int) and not isinstance(current, bool):
+            set_if_writable(key, value)
     heads = getattr(cfg, "num_attention_heads", None)
-    if hasattr(cfg, "num_key_value_heads") and isinstance(cfg.num_key_value_heads, int) and heads:
-        cfg.num_key_value_heads = 2 if heads % 2 == 0 else heads
-    if hasattr(cfg, "head_dim") and isinstance(getattr(cfg, "head_dim"), int):
+    if isinstance(getattr(cfg, "num_key_value_heads", None), int) and heads:
+        set_if_writable("num_key_value_heads", 2 if heads % 2 == 0 else heads)
+    if isinstance(getattr(cfg, "head_dim", None), int):
         width = getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None)
         if width and heads:
-            cfg.head_dim = width // heads
+            set_if_writable("head_dim", width // heads)
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         if isinstance(getattr(cfg, key, None), int) and getattr(cfg, key) >= 100:
-            setattr(cfg, key, 1)
-    if hasattr(cfg, "layer_types") and isinstance(cfg.layer_types, list):
-        cfg.layer_types = cfg.layer_types[: getattr(cfg, "num_hidden_layers", 2)]
+            set_if_writable(key, 1)
+    if isinstance(getattr(cfg, "layer_types", None), list):
+        set_if_writable("layer_types", cfg.layer_types[: getattr(cfg, "num_hidden_layers", 2)])
     for key, value in vars(cfg).items():
         if isinstance(value, PretrainedConfig):
             shrink(value)
@@ -156,6 +166,9 @@ def sweep(args) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")
     types = model_types()[: args.limit] if args.limit else model_types()
+    if args.types:
+        wanted = set(args.types.split(","))
+        types = [t for t in model_types() if t[0] in wanted]
     counts: dict[str, int] = {}
     for i, (t, causal) in enumerate(types):
         start = time.time()
@@ -212,6 +225,7 @@ if __name__ == "__main__":
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--timeout", type=int, default=180)
     p.add_argument("--out", default=str(ROOT / "build" / "zoo.jsonl"))
+    p.add_argument("--types", help="comma-separated model types (instead of --limit)")
     p.add_argument("--report")
     a = p.parse_args()
     if a.one:
