@@ -48,10 +48,8 @@ bool first_time(const std::string& name) {
 
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = op_name(op);
-  const auto& schema_args = op.schema().arguments();
-  const size_t num_args = schema_args.size();
-  auto args = torch::jit::last(*stack, num_args);
-  const auto device = common_device(name, args);
+  const size_t num_args = op.schema().arguments().size();
+  const auto device = common_device(name, torch::jit::last(*stack, num_args));
 
   note_fallback(name);
   if (device) wait_for_device(*device);  // the CPU kernel reads device memory as of now

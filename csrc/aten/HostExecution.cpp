@@ -37,7 +37,6 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
-#include <cstring>
 #include <string_view>
 #include <unordered_map>
 

@@ -1,5 +1,4 @@
 """Copies in every direction, across dtypes and layouts, compared bit for bit with the CPU."""
-import itertools
 
 import pytest
 import torch
