@@ -4,6 +4,7 @@
 // torchtpu.metrics, warns once per op, lends the device generator to random ops, and runs the
 // CPU kernel through at::native::cpu_fallback (inputs copied to the host, outputs copied back).
 // TORCHTPU_FALLBACK=error (or torchtpu.set_fallback_mode("error")) turns it into an error.
+#include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
 
@@ -166,7 +167,7 @@ FallbackMode fallback_mode() { return mode_slot().load(std::memory_order_relaxed
 void set_fallback_mode(FallbackMode mode) { mode_slot().store(mode); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+  m.fallback(entry_boxed<&fallback>(Capture::fallback));
 }
 
 }  // namespace torchtpu::aten

@@ -24,6 +24,7 @@
 // float64 and complex have no TPU hardware support: the VPU ops on them are treated as an
 // emulation (as XLA emulates float64 on TPUs), counted per op as "emulated.<op>" and charged
 // kEmulationFactor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
+#include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
@@ -39,6 +40,7 @@
 
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace torchtpu::aten {
 namespace {
@@ -68,6 +70,16 @@ const std::unordered_map<std::string_view, double>& vpu_units() {
   };
   return units;
 }
+
+}  // namespace
+
+double vpu_units(std::string_view base_name) {
+  const auto& units = vpu_units();
+  auto it = units.find(base_name);
+  return it == units.end() ? 1.0 : it->second;
+}
+
+namespace {
 
 // float64 / complex work costs this many times the float32 VPU cycles (an assumption: a
 // double-float emulation takes on the order of ten float32 operations per operation).
@@ -348,7 +360,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
   // with no generator to lend. Everything else runs inline after the queued work.
   const auto returned = returned_arguments(schema);
   const bool enqueue =
-      !route_results && runtime::eager_mode() == runtime::EagerMode::strict &&
+      !route_results && runtime::asynchronous() &&
       !has_generator_argument(schema) &&
       std::all_of(returned.begin(), returned.end(), [](int i) { return i >= 0; }) &&
       (!is_out_fn(schema) || outputs_already_sized(schema, *stack, base));
@@ -416,6 +428,15 @@ bool routed_to_out_variant(const c10::OperatorHandle& op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
 }
 
+// Ops whose output shape depends on the values of their inputs: nothing can be deferred past
+// them (DeferAndFuse materializes the pending work they depend on and runs them).
+bool data_dependent_shape(const std::string& name) {
+  static const std::unordered_set<std::string> names = {
+      "aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_dim",
+      "aten::repeat_interleave"};
+  return names.count(name) > 0;
+}
+
 bool returns_new_tensors(const c10::FunctionSchema& schema) {
   for (const auto& ret : schema.returns()) {
     if (ret.alias_info() == nullptr) return true;
@@ -440,10 +461,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     const std::string full = op_name.overload_name.empty()
                                  ? op_name.name
                                  : op_name.name + "." + op_name.overload_name;
-    if (returns_new_tensors(handle->schema())) {
-      m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel<true>>());
+    const bool new_results = returns_new_tensors(handle->schema());
+    const Capture capture = has_generator_argument(handle->schema()) ? Capture::random
+                            : data_dependent_shape(op_name.name) ? Capture::none
+                            : new_results ? Capture::new_results
+                                          : Capture::results_are_arguments;
+    if (new_results) {
+      m.impl(full.c_str(), entry_boxed<&host_kernel<true>>(capture));
     } else {
-      m.impl(full.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_kernel<false>>());
+      m.impl(full.c_str(), entry_boxed<&host_kernel<false>>(capture));
     }
   }
 }

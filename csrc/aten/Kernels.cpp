@@ -2,6 +2,7 @@
 // and the random fills that use the device generator. Every other aten op reaches the CPU
 // fallback (Fallback.cpp) until it has a kernel of its own; the matmul family and convolutions
 // are in Matmul.cpp, the VPU ops in HostExecution.cpp.
+#include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
 #include "runtime/Mode.h"
@@ -36,15 +37,30 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace torchtpu::aten {
 
 // ---------------------------------------------------------------------------------------------
+// The kernel entry (Entry.h)
+
+namespace {
+std::atomic<EntryHook> g_entry_hook{nullptr};
+thread_local int t_kernel_depth = 0;
+}  // namespace
+
+void set_entry_hook(EntryHook hook) { g_entry_hook.store(hook); }
+EntryHook entry_hook() { return g_entry_hook.load(std::memory_order_acquire); }
+bool inside_kernel() { return t_kernel_depth > 0; }
+KernelScope::KernelScope() { ++t_kernel_depth; }
+KernelScope::~KernelScope() { --t_kernel_depth; }
+
+// ---------------------------------------------------------------------------------------------
 // Launching device work (Launch.h)
 
 void wait_for_device(c10::Device device) {
-  if (runtime::eager_mode() == runtime::EagerMode::strict) {
+  if (runtime::asynchronous()) {
     runtime::synchronize_device(device.index());
   }
 }
@@ -61,7 +77,7 @@ void check_results(const std::string& op, const std::vector<at::Tensor>& results
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results) {
-  if (runtime::eager_mode() == runtime::EagerMode::strict) {
+  if (runtime::asynchronous()) {
     runtime::queue_of(runtime::current_stream(device.index()))
         .enqueue(std::move(work), std::move(op));
     return;
@@ -465,37 +481,39 @@ TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
-  m.impl("empty.memory_format", empty_memory_format);
-  m.impl("empty_strided", empty_strided);
-  m.impl("arange.start_out", arange_out);
-  m.impl("_copy_from", copy_from);
-  m.impl("_copy_from_and_resize", copy_from_and_resize);
-  m.impl("_local_scalar_dense", _local_scalar_dense);
-  m.impl("as_strided", as_strided);
-  m.impl("view", view);
-  m.impl("_reshape_alias", _reshape_alias);
-  m.impl("unfold", unfold);
-  m.impl("view_as_real", view_as_real);
-  m.impl("view_as_complex", view_as_complex);
-  m.impl("resize_", resize_);
-  m.impl("set_.source_Tensor", set_source_Tensor_);
-  m.impl("set_.source_Storage", set_source_Storage_);
-  m.impl("set_.source_Storage_storage_offset", set_source_Storage_storage_offset_);
-  m.impl("set_", set_);
-  m.impl("fill_.Scalar", fill_scalar_);
-  m.impl("fill_.Tensor", fill_tensor_);
-  m.impl("zero_", zero_);
-  m.impl("normal_", normal_);
-  m.impl("uniform_", uniform_);
-  m.impl("bernoulli_.float", bernoulli_float_);
-  m.impl("random_", random_);
-  m.impl("random_.to", random_to_);
-  m.impl("random_.from", random_from_);
-  m.impl("exponential_", exponential_);
-  m.impl("histc", histc);
-  m.impl("native_batch_norm", native_batch_norm);
-  m.impl("native_batch_norm_backward", native_batch_norm_backward);
+  m.impl("_has_compatible_shallow_copy_type",
+         entry(TORCH_FN(has_compatible_shallow_copy_type), Capture::view));
+  m.impl("empty.memory_format", entry(TORCH_FN(empty_memory_format), Capture::factory));
+  m.impl("empty_strided", entry(TORCH_FN(empty_strided), Capture::factory));
+  m.impl("arange.start_out", entry(TORCH_FN(arange_out), Capture::none));
+  m.impl("_copy_from", entry(TORCH_FN(copy_from), Capture::copy));
+  m.impl("_copy_from_and_resize", entry(TORCH_FN(copy_from_and_resize), Capture::none));
+  m.impl("_local_scalar_dense", entry(TORCH_FN(_local_scalar_dense), Capture::host_read));
+  m.impl("as_strided", entry(TORCH_FN(as_strided), Capture::view));
+  m.impl("view", entry(TORCH_FN(view), Capture::view));
+  m.impl("_reshape_alias", entry(TORCH_FN(_reshape_alias), Capture::view));
+  m.impl("unfold", entry(TORCH_FN(unfold), Capture::view));
+  m.impl("view_as_real", entry(TORCH_FN(view_as_real), Capture::view));
+  m.impl("view_as_complex", entry(TORCH_FN(view_as_complex), Capture::view));
+  m.impl("resize_", entry(TORCH_FN(resize_), Capture::none));
+  m.impl("set_.source_Tensor", entry(TORCH_FN(set_source_Tensor_), Capture::view));
+  m.impl("set_.source_Storage", entry(TORCH_FN(set_source_Storage_), Capture::view));
+  m.impl("set_.source_Storage_storage_offset",
+         entry(TORCH_FN(set_source_Storage_storage_offset_), Capture::view));
+  m.impl("set_", entry(TORCH_FN(set_), Capture::view));
+  m.impl("fill_.Scalar", entry(TORCH_FN(fill_scalar_), Capture::results_are_arguments));
+  m.impl("fill_.Tensor", entry(TORCH_FN(fill_tensor_), Capture::results_are_arguments));
+  m.impl("zero_", entry(TORCH_FN(zero_), Capture::results_are_arguments));
+  m.impl("normal_", entry(TORCH_FN(normal_), Capture::random));
+  m.impl("uniform_", entry(TORCH_FN(uniform_), Capture::random));
+  m.impl("bernoulli_.float", entry(TORCH_FN(bernoulli_float_), Capture::random));
+  m.impl("random_", entry(TORCH_FN(random_), Capture::random));
+  m.impl("random_.to", entry(TORCH_FN(random_to_), Capture::random));
+  m.impl("random_.from", entry(TORCH_FN(random_from_), Capture::random));
+  m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
+  m.impl("histc", entry(TORCH_FN(histc), Capture::none));
+  m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
+  m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
 }
 
 }  // namespace torchtpu::aten

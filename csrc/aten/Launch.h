@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace torchtpu::aten {
@@ -27,5 +28,8 @@ void wait_for_device(c10::Device device);
 
 // In debug mode with NaN checks on: raises if a floating-point result of `op` holds NaN or Inf.
 void check_results(const std::string& op, const std::vector<at::Tensor>& results);
+
+// The cost model's VPU cycles per vreg of an op, by base name ("gelu"); 1 when not listed.
+double vpu_units(std::string_view base_name);
 
 }  // namespace torchtpu::aten

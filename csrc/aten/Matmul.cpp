@@ -5,6 +5,7 @@
 // numerics) and charges the launch to the cost model. dtypes the MXU does not take (float64,
 // complex, integers other than int8) run the host kernel on the device memory instead, counted
 // as a fallback.
+#include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
@@ -396,17 +397,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm.out", mm_out);
-  m.impl("bmm.out", bmm_out);
-  m.impl("addmm.out", addmm_out);
-  m.impl("baddbmm.out", baddbmm_out);
-  m.impl("addmv.out", addmv_out);
-  m.impl("dot", dot_kernel);
-  m.impl("vdot", vdot_kernel);
-  m.impl("_int_mm", int_mm);
-  m.impl("_int_mm.out", int_mm_out);
-  m.impl("convolution_overrideable", convolution_overrideable);
-  m.impl("convolution_backward_overrideable", convolution_backward_overrideable);
+  m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments));
+  m.impl("bmm.out", entry(TORCH_FN(bmm_out), Capture::results_are_arguments));
+  m.impl("addmm.out", entry(TORCH_FN(addmm_out), Capture::results_are_arguments));
+  m.impl("baddbmm.out", entry(TORCH_FN(baddbmm_out), Capture::results_are_arguments));
+  m.impl("addmv.out", entry(TORCH_FN(addmv_out), Capture::results_are_arguments));
+  m.impl("dot", entry(TORCH_FN(dot_kernel), Capture::new_results));
+  m.impl("vdot", entry(TORCH_FN(vdot_kernel), Capture::new_results));
+  m.impl("_int_mm", entry(TORCH_FN(int_mm), Capture::new_results));
+  m.impl("_int_mm.out", entry(TORCH_FN(int_mm_out), Capture::results_are_arguments));
+  m.impl("convolution_overrideable",
+         entry(TORCH_FN(convolution_overrideable), Capture::new_results));
+  m.impl("convolution_backward_overrideable",
+         entry(TORCH_FN(convolution_backward_overrideable), Capture::new_results));
 }
 
 }  // namespace torchtpu::aten

@@ -6,6 +6,7 @@
 // the backward kernels below:
 //   GRU:  [batch, 5H] = (r, z, n, hx, hidden_gates_n)
 //   LSTM: [batch, 4H] = (i, f, g, o), the activated gates
+#include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
 #include "runtime/Metrics.h"
@@ -125,10 +126,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_thnn_fused_gru_cell", gru_cell);
-  m.impl("_thnn_fused_gru_cell_backward", gru_cell_backward);
-  m.impl("_thnn_fused_lstm_cell", lstm_cell);
-  m.impl("_thnn_fused_lstm_cell_backward_impl", lstm_cell_backward);
+  m.impl("_thnn_fused_gru_cell", entry(TORCH_FN(gru_cell), Capture::new_results));
+  m.impl("_thnn_fused_gru_cell_backward", entry(TORCH_FN(gru_cell_backward), Capture::new_results));
+  m.impl("_thnn_fused_lstm_cell", entry(TORCH_FN(lstm_cell), Capture::new_results));
+  m.impl("_thnn_fused_lstm_cell_backward_impl",
+         entry(TORCH_FN(lstm_cell_backward), Capture::new_results));
 }
 
 }  // namespace torchtpu::aten

@@ -1,6 +1,7 @@
 // torchtpu._C: thin Python bindings over libtorchtpu. No logic lives here that a C++ program
 // would miss; the Python package (torchtpu/) builds the device module on top of these.
 #include "aten/Fallback.h"
+#include "defer/Defer.h"
 #include "runtime/Allocator.h"
 #include "runtime/ChipSpec.h"
 #include "runtime/Device.h"
@@ -48,9 +49,43 @@ Category category_of(const std::string& name) {
   return Category::counter;
 }
 
+// The innermost Python frame outside torch and torchtpu, as "file.py:line" (for the locations of
+// materialization points and recorded ops).
+std::string python_location() {
+  if (!Py_IsInitialized()) return {};
+  py::gil_scoped_acquire gil;
+  PyFrameObject* frame = PyEval_GetFrame();
+  if (frame == nullptr) return {};
+  Py_INCREF(frame);
+  std::string found;
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    PyObject* file = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+    const char* name = file != nullptr ? PyUnicode_AsUTF8(file) : nullptr;
+    std::string path = name != nullptr ? name : "";
+    Py_XDECREF(file);
+    Py_DECREF(code);
+    const bool library = path.find("/torch/") != std::string::npos ||
+                         path.find("/torchtpu/") != std::string::npos;
+    if (!library || found.empty()) {
+      found = path + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+    }
+    if (!library) {
+      Py_DECREF(frame);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  PyErr_Clear();
+  return found;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
+  defer::set_location_provider(&python_location);
   m.doc() = "torchtpu native bindings";
 
   m.def("_init", [] {
@@ -91,15 +126,33 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("set_eager_mode", [](const std::string& mode) {
-    runtime::set_eager_mode(runtime::eager_mode_from_name(mode));
+    const auto next = runtime::eager_mode_from_name(mode);
+    py::gil_scoped_release no_gil;
+    if (next != runtime::EagerMode::fused) defer::materialize_all("mode switch");
+    runtime::set_eager_mode(next);
   });
   m.def("get_eager_mode", [] { return std::string(runtime::name(runtime::eager_mode())); });
   m.def("set_check_nans", [](bool on) { runtime::set_check_nans(on); });
   m.def("get_check_nans", [] { return runtime::check_nans(); });
   m.def("sync", [] {
     py::gil_scoped_release no_gil;
+    defer::materialize_all("explicit sync");
     for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
   });
+
+  m.def("defer_pending_ops", [] { return defer::pending_ops(); });
+  m.def("defer_flush", [](const std::string& reason) {
+    py::gil_scoped_release no_gil;
+    defer::flush(reason);
+  });
+  m.def("defer_materializations", [] { return defer::materializations(); });
+  m.def("defer_reset_materializations", [] { defer::reset_materializations(); });
+  m.def("defer_set_dump_path", [](const std::string& path) { defer::set_dump_path(path); });
+  m.def("defer_cached_plans", [] { return defer::cached_plans_text(); });
+  m.def("defer_clear_cache", [] { defer::clear_cache(); });
+  m.def("defer_set_record_locations", [](bool on) { defer::set_record_locations(on); });
+  m.def("defer_record_locations", [] { return defer::record_locations(); });
+  m.def("defer_set_max_pending_ops", [](int64_t n) { defer::set_max_pending_ops(n); });
 
   m.def("set_precision_override", [](std::optional<std::string> name) {
     sim::set_precision_override(name ? std::optional<sim::Precision>(sim::precision_from_name(*name))

@@ -1,6 +1,7 @@
 #include "runtime/Mode.h"
 
 #include "runtime/Env.h"
+#include "runtime/Stream.h"
 
 #include <atomic>
 
@@ -15,13 +16,7 @@ EagerMode initial_mode() {
 }
 
 std::atomic<EagerMode>& mode_slot() {
-  static std::atomic<EagerMode> mode{[] {
-    const EagerMode m = initial_mode();
-    TORCH_CHECK(m != EagerMode::fused,
-                "The fused eager mode (DeferAndFuse) is not implemented yet; use 'strict' or "
-                "'debug' (TORCHTPU_EAGER_MODE / TORCH_TPU_DEFER_AND_FUSE).");
-    return m;
-  }()};
+  static std::atomic<EagerMode> mode{initial_mode()};
   return mode;
 }
 
@@ -35,9 +30,10 @@ std::atomic<bool>& nan_slot() {
 EagerMode eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
 
 void set_eager_mode(EagerMode mode) {
-  TORCH_CHECK(mode != EagerMode::fused,
-              "The fused eager mode (DeferAndFuse) is not implemented yet; use 'strict' or "
-              "'debug'.");
+  // Work recorded by fused eager runs first; a switch to debug also drains the streams.
+  if (eager_mode() == EagerMode::fused && mode != EagerMode::fused) {
+    flush_pending_work("mode switch");
+  }
   mode_slot().store(mode);
 }
 

@@ -17,6 +17,8 @@ namespace torchtpu::runtime {
 enum class EagerMode { debug, strict, fused };
 
 EagerMode eager_mode();
+// Strict and fused eager enqueue device work on streams; debug eager runs it inline.
+inline bool asynchronous() { return eager_mode() != EagerMode::debug; }
 void set_eager_mode(EagerMode mode);
 const char* name(EagerMode mode);
 EagerMode eager_mode_from_name(const std::string& name);

@@ -4,6 +4,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -66,6 +67,16 @@ struct StreamQueue::Impl {
   }
 };
 
+namespace {
+std::atomic<PendingWorkHook> g_pending_work_hook{nullptr};
+}  // namespace
+
+void set_pending_work_hook(PendingWorkHook hook) { g_pending_work_hook.store(hook); }
+
+void flush_pending_work(const char* reason) {
+  if (PendingWorkHook hook = g_pending_work_hook.load(std::memory_order_acquire)) hook(reason);
+}
+
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
@@ -85,6 +96,7 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what) {
 }
 
 void StreamQueue::synchronize() {
+  flush_pending_work("stream synchronize");
   std::vector<std::function<void()>> finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
@@ -166,6 +178,7 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 }
 
 c10::Stream exchange_stream(const c10::Stream& stream) {
+  flush_pending_work("stream change");
   auto device = stream.device_index();
   auto previous = current_stream(device);
   if (tls_current.size() <= static_cast<size_t>(device)) tls_current.resize(device + 1, 0);
@@ -196,6 +209,7 @@ c10::Stream new_stream(c10::DeviceIndex device, int priority) {
 }
 
 void synchronize_device(c10::DeviceIndex device) {
+  flush_pending_work("device synchronize");
   check_device_index(device);
   std::vector<StreamQueue*> queues;
   {
@@ -250,6 +264,7 @@ struct Event {
 }  // namespace
 
 void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
+  flush_pending_work("event record");
   auto& queue = queue_of(stream);
   if (*handle == nullptr) {
     auto* e = new Event();

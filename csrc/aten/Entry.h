@@ -1,0 +1,81 @@
+#pragma once
+// The one entry of every PrivateUse1 kernel of torchtpu (DESIGN.md section 3).
+//
+// Every kernel is registered through entry(): before the kernel runs, the entry hook sees the
+// op, its boxed arguments and what kind of op it is (Capture below). The DeferAndFuse layer
+// (defer/) installs the hook: in fused eager it records the op instead of running it, or
+// materializes the pending work the op depends on and lets it run. The hook is not called
+// for ops that a torchtpu kernel calls while it runs (KernelScope), so kernels are free to
+// use aten ops on TPU tensors internally.
+#include <ATen/core/boxing/KernelFunction.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <string>
+
+namespace torchtpu::aten {
+
+// What an op is, as far as deferring it goes.
+enum class Capture {
+  factory,                // empty / empty_strided: the storage may be left pending
+  view,                   // makes a view of its input; never touches device memory
+  results_are_arguments,  // in-place and out= ops: writes (already sized) arguments
+  new_results,            // returns new tensors, sized by the op's meta kernel
+  copy,                   // _copy_from: a device copy or cast, or a transfer
+  random,                 // draws random numbers from a device generator
+  host_read,              // reads device memory on the host (.item())
+  fallback,               // the CPU fallback
+  none,                   // anything else: runs now, after the pending work it depends on
+};
+
+// Returns true when it handled the op (the results are on the stack); false to run the kernel.
+using EntryHook = bool (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                           Capture capture);
+void set_entry_hook(EntryHook hook);
+EntryHook entry_hook();
+
+// True while a torchtpu kernel runs on this thread.
+bool inside_kernel();
+class KernelScope {
+ public:
+  KernelScope();
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+};
+
+class EntryKernel final : public c10::OperatorKernel {
+ public:
+  EntryKernel(c10::KernelFunction kernel, Capture capture)
+      : kernel_(std::move(kernel)), capture_(capture) {}
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    if (!inside_kernel()) {
+      if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_)) return;
+    }
+    const KernelScope scope;
+    kernel_.callBoxed(op, keys, stack);
+  }
+
+ private:
+  c10::KernelFunction kernel_;
+  Capture capture_;
+};
+
+// m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments))
+template <class FuncPtr>
+torch::CppFunction entry(FuncPtr f, Capture capture) {
+  return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<EntryKernel>(
+      c10::KernelFunction::makeFromUnboxedFunction(f), capture));
+}
+
+// The same for a boxed kernel function.
+template <auto* boxed>
+torch::CppFunction entry_boxed(Capture capture) {
+  return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<EntryKernel>(
+      c10::KernelFunction::makeFromBoxedFunction<boxed>(), capture));
+}
+
+}  // namespace torchtpu::aten

@@ -1,0 +1,662 @@
+// Capture: the entry hook of fused eager (aten/Entry.h). Ops are recorded into the pending graph
+// with their operands; factories return tensors over pending storages; ops that cannot be
+// recorded first materialize the pending work they touch. See Defer.h.
+#include "aten/Entry.h"
+#include "aten/Fallback.h"
+#include "defer/Defer.h"
+#include "defer/Graph.h"
+#include "runtime/Allocator.h"
+#include "runtime/Device.h"
+#include "runtime/Env.h"
+#include "runtime/Metrics.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
+
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/hash.h>
+
+#include <chrono>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace torchtpu::defer {
+namespace {
+
+using aten::Capture;
+
+// ---------------------------------------------------------------------------------------------
+// Pending storages
+
+struct Token {
+  std::shared_ptr<PendingStorage> record;
+};
+
+void token_deleter(void* ctx) {
+  auto* token = static_cast<Token*>(ctx);
+  if (!token->record->materialized.load()) token->record->dead.store(true);
+  delete token;
+}
+
+struct State {
+  std::recursive_mutex mutex;
+  std::vector<Node> nodes;
+  uint64_t fingerprint = 0;
+  std::unordered_map<uint64_t, int> local_pending;                 // record id -> local id
+  std::unordered_map<const c10::StorageImpl*, int> local_external;  // storage -> local id
+  // Every pending storage not yet materialized or dead (pruned as they go).
+  std::unordered_map<uint64_t, std::shared_ptr<PendingStorage>> registry;
+  std::atomic<bool> any_pending{false};
+  uint64_t next_id = 1;
+  int64_t max_ops = runtime::env::get_int("TORCHTPU_DEFER_MAX_OPS").value_or(4096);
+  std::mutex stats_mutex;
+  std::map<std::string, std::map<std::string, int64_t>> materializations;
+};
+
+State& state() {
+  static auto* s = new State();  // leaked: tensors may die after static destruction
+  return *s;
+}
+
+void update_any_pending(State& s) {
+  s.any_pending.store(!s.nodes.empty() || !s.registry.empty());
+}
+
+void prune_registry(State& s) {
+  for (auto it = s.registry.begin(); it != s.registry.end();) {
+    if (it->second->dead.load() || it->second->materialized.load()) {
+      it = s.registry.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
+                               c10::IntArrayRef strides, c10::ScalarType dtype, size_t nbytes) {
+  State& s = state();
+  auto record = std::make_shared<PendingStorage>();
+  record->device = device;
+  record->nbytes = nbytes;
+  c10::DataPtr data(nullptr, new Token{record}, &token_deleter, device);
+  auto impl = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes,
+                                                    std::move(data), &runtime::allocator(),
+                                                    /*resizable=*/true);
+  record->impl.emplace(impl);
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    record->id = s.next_id++;
+    if (s.registry.size() > 4096) prune_registry(s);
+    s.registry.emplace(record->id, record);
+    s.any_pending.store(true);
+  }
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Op classification
+
+// Element-wise ops (by base name, without "aten::" and the in-place "_"): each output element
+// depends only on the input elements at the same (broadcast) position.
+bool elementwise_name(std::string_view base) {
+  static const std::unordered_set<std::string_view> names = {
+      "add", "sub", "mul", "div", "remainder", "fmod", "neg", "abs", "sign", "sgn",
+      "reciprocal", "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+      "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil",
+      "round", "trunc", "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax",
+      "fmin", "where", "lerp", "addcmul", "addcdiv", "hypot", "atan2", "floor_divide",
+      "nan_to_num", "isnan", "logical_and", "logical_or", "logical_xor", "logical_not",
+      "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt",
+      "ge", "masked_fill", "relu", "gelu", "gelu_backward", "silu", "silu_backward",
+      "sigmoid_backward", "tanh_backward", "threshold", "threshold_backward", "hardtanh",
+      "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward",
+      "softplus", "softplus_backward", "mish", "mish_backward", "hardswish",
+      "hardswish_backward", "hardsigmoid", "hardsigmoid_backward", "fill", "zero",
+      "_copy_from"};
+  return names.count(base) > 0;
+}
+
+std::string_view base_name(std::string_view name) {  // "aten::add_.Tensor" -> "add"
+  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
+  if (auto dot = name.find('.'); dot != std::string_view::npos) name = name.substr(0, dot);
+  if (name.size() > 1 && name.back() == '_' && name != "_copy_from") name.remove_suffix(1);
+  return name;
+}
+
+// Broadcastable to `shape` (right-aligned, each dimension equal or 1).
+bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
+  if (sizes.size() > shape.size()) return false;
+  const size_t lead = shape.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] != 1 && sizes[i] != shape[lead + i]) return false;
+  }
+  return true;
+}
+
+// Matmuls are recorded when their operands share an MXU dtype: other dtypes are fallbacks or
+// errors, which must happen at the op (as in strict eager), not when the graph runs.
+bool mxu_recordable(const std::string& name, c10::ArrayRef<c10::IValue> args) {
+  static const std::unordered_set<std::string_view> matmuls = {
+      "mm", "bmm", "addmm", "baddbmm", "addmv", "dot", "vdot", "_int_mm",
+      "convolution_overrideable", "convolution_backward_overrideable"};
+  const std::string_view base = base_name(name);
+  if (!matmuls.count(base)) return true;
+  std::optional<c10::ScalarType> dtype;
+  bool ok = true;
+  torch::jit::Stack copy(args.begin(), args.end());
+  for_each_tensor_slot(copy, [&](at::Tensor& t) {
+    if (!t.defined() || (t.is_cpu() && t.dim() == 0)) return;
+    if (dtype && *dtype != t.scalar_type()) ok = false;
+    dtype = t.scalar_type();
+  });
+  if (!ok || !dtype) return false;
+  if (base == "_int_mm") return *dtype == c10::kChar || *dtype == c10::kInt;
+  return *dtype == c10::kFloat || *dtype == c10::kBFloat16 || *dtype == c10::kHalf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fingerprints: the op sequence, the operands' shapes, strides, dtypes and aliasing, and the
+// non-scalar arguments. Scalars (Scalar and float arguments) are runtime values.
+
+void hash_ivalue(size_t& h, const c10::IValue& v) {
+  if (v.isNone()) {
+    h = c10::hash_combine(h, 0x9e37);
+  } else if (v.isInt()) {
+    h = c10::hash_combine(h, std::hash<int64_t>()(v.toInt()));
+  } else if (v.isBool()) {
+    h = c10::hash_combine(h, v.toBool() ? 3 : 5);
+  } else if (v.isString()) {
+    h = c10::hash_combine(h, std::hash<std::string_view>()(v.toStringView()));
+  } else if (v.isIntList()) {
+    for (int64_t x : v.toIntList()) h = c10::hash_combine(h, std::hash<int64_t>()(x));
+  } else if (v.isDevice()) {
+    h = c10::hash_combine(h, std::hash<c10::Device>()(v.toDevice()));
+  } else {
+    h = c10::hash_combine(h, static_cast<size_t>(v.tagKind().size()));
+  }
+}
+
+bool is_runtime_scalar(const c10::Argument& a) {
+  auto type = a.type();
+  if (type->kind() == c10::TypeKind::OptionalType) {
+    type = type->castRaw<c10::OptionalType>()->getElementType();
+  }
+  const auto k = type->kind();
+  return k == c10::TypeKind::NumberType || k == c10::TypeKind::FloatType ||
+         k == c10::TypeKind::ComplexType;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording
+
+std::string current_location();
+
+Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
+  Operand o;
+  if (!t.defined()) {
+    h = c10::hash_combine(h, 1);
+    return o;
+  }
+  o.sizes.assign(t.sizes().begin(), t.sizes().end());
+  o.strides.assign(t.strides().begin(), t.strides().end());
+  o.offset = t.storage_offset();
+  o.dtype = t.scalar_type();
+  if (auto record = pending_of(t.storage())) {
+    auto [it, fresh] =
+        s.local_pending.emplace(record->id, static_cast<int>(s.local_pending.size()));
+    h = c10::hash_combine(h, 0x100000 + it->second);
+    o.pending = std::move(record);
+  } else if (t.device().is_cpu()) {
+    o.tensor = t.clone();  // a CPU scalar: its value now
+    if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      o.tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
+    }
+    h = c10::hash_combine(h, 7);
+  } else {
+    const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+    auto [it, fresh] =
+        s.local_external.emplace(impl, static_cast<int>(s.local_external.size()));
+    h = c10::hash_combine(h, 0x200000 + it->second);
+    o.tensor = t;
+  }
+  h = c10::hash_combine(h, static_cast<size_t>(o.dtype));
+  for (int64_t x : o.sizes) h = c10::hash_combine(h, std::hash<int64_t>()(x));
+  for (int64_t x : o.strides) h = c10::hash_combine(h, std::hash<int64_t>()(x) * 31);
+  h = c10::hash_combine(h, std::hash<int64_t>()(o.offset));
+  return o;
+}
+
+// Which operands (in visit order) each argument owns.
+std::vector<std::pair<size_t, size_t>> operand_ranges(const torch::jit::Stack& args) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  size_t n = 0;
+  for (const c10::IValue& v : args) {
+    size_t count = 0;
+    if (v.isTensor()) {
+      count = 1;
+    } else if (v.isTensorList()) {
+      count = v.toTensorList().size();
+    } else if (v.isOptionalTensorList()) {
+      for (const auto& t : v.toOptionalTensorList()) count += std::optional<at::Tensor>(t).has_value();
+    }
+    ranges.emplace_back(n, n + count);
+    n += count;
+  }
+  return ranges;
+}
+
+bool writes_without_reading(std::string_view base) { return base == "fill" || base == "zero"; }
+
+void flush_locked(State& s, const std::string& reason);
+
+// Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
+void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
+            const std::string& name, c10::Device device, std::vector<at::Tensor> new_results,
+            std::string location) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  Node node(op);
+  node.name = name;
+  node.capture = capture;
+  node.device = device;
+  node.location = std::move(location);
+  node.args.assign(stack->begin() + base, stack->end());
+
+  size_t h = c10::hash_combine(s.fingerprint, std::hash<std::string>()(name));
+  for (size_t i = 0; i < num_args; ++i) {
+    if (is_runtime_scalar(schema.arguments()[i])) continue;
+    const c10::IValue& v = node.args[i];
+    if (!v.isTensor() && !v.isTensorList() && !v.isOptionalTensorList()) hash_ivalue(h, v);
+  }
+  const auto ranges = operand_ranges(node.args);
+  for_each_tensor_slot(node.args, [&](at::Tensor& t) {
+    node.operands.push_back(make_operand(s, t, h));
+    t = at::Tensor();
+  });
+
+  // What the op writes.
+  const std::string_view base_nm = base_name(name);
+  std::vector<c10::IValue> returned;
+  if (capture == Capture::copy) {
+    node.operands[1].written = true;  // _copy_from(self, dst)
+    node.operands[1].read = false;
+    returned.push_back((*stack)[base + 1]);
+  } else if (capture == Capture::results_are_arguments) {
+    for (size_t i = 0; i < num_args; ++i) {
+      const auto* info = schema.arguments()[i].alias_info();
+      if (info == nullptr || !info->isWrite()) continue;
+      for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
+        node.operands[k].written = true;
+        node.operands[k].read = !schema.arguments()[i].is_out() && !writes_without_reading(base_nm);
+      }
+    }
+    for (const auto& ret : schema.returns()) {
+      int found = -1;
+      for (size_t i = 0; i < num_args && ret.alias_info() != nullptr; ++i) {
+        const auto* info = schema.arguments()[i].alias_info();
+        if (info != nullptr && info->isWrite() &&
+            info->beforeSets() == ret.alias_info()->beforeSets()) {
+          found = static_cast<int>(i);
+        }
+      }
+      TORCH_INTERNAL_ASSERT(found >= 0, name, ": a result that is not an argument");
+      returned.push_back((*stack)[base + found]);
+    }
+  } else {
+    for (auto& meta : new_results) {
+      at::Tensor t;
+      if (meta.defined()) {
+        t = make_pending_tensor(device, meta.sizes(), meta.strides(), meta.scalar_type(),
+                                meta.storage().nbytes());
+        Operand o = make_operand(s, t, h);
+        o.read = false;
+        o.written = true;
+        node.results.push_back(std::move(o));
+      } else {
+        node.results.emplace_back();
+      }
+      returned.push_back(t);
+    }
+  }
+
+  // Element-wise: one result shape, every operand broadcasts to it.
+  if (elementwise_name(base_nm)) {
+    const Operand* out = nullptr;
+    int outs = 0;
+    for (const auto& o : node.operands) {
+      if (o.written) { out = &o; ++outs; }
+    }
+    for (const auto& o : node.results) {
+      if (o.written) { out = &o; ++outs; }
+    }
+    if (outs == 1) {
+      bool ok = true;
+      for (const auto& o : node.operands) {
+        if (!o.defined()) continue;
+        if (o.tensor.defined() && o.tensor.is_cpu()) {
+          ok = ok && o.sizes.empty();
+        } else {
+          ok = ok && broadcasts_to(o.sizes, out->sizes);
+        }
+      }
+      node.elementwise = ok;
+      node.shape = out->sizes;
+    }
+  }
+
+  s.fingerprint = h;
+  s.nodes.push_back(std::move(node));
+  s.any_pending.store(true);
+  runtime::metrics::count("defer.ops_recorded");
+
+  torch::jit::drop(*stack, num_args);
+  for (auto& r : returned) stack->push_back(std::move(r));
+
+  if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops) flush_locked(s, "graph size limit");
+}
+
+// Meta results of a new_results op; nullopt (with the reason) when it has no usable meta kernel.
+std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
+                                                    const torch::jit::Stack& stack,
+                                                    std::string* why) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  torch::jit::Stack meta(stack.end() - num_args, stack.end());
+  for_each_tensor_slot(meta, [](at::Tensor& t) {
+    if (!t.defined() || t.is_cpu()) return;
+    t = at::detail::empty_strided_meta(t.sizes(), t.strides(), t.scalar_type(), std::nullopt,
+                                       std::nullopt, std::nullopt);
+  });
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return std::nullopt;
+  }
+  std::vector<at::Tensor> out;
+  for (const auto& v : meta) {
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      *why = "returns a list";  // (foreach results: not recorded yet)
+      return std::nullopt;
+    } else {
+      *why = "returns a non-tensor";
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// Does the op touch a storage that the pending graph uses?
+bool touches_graph(State& s, torch::jit::Stack args) {
+  bool touches = false;
+  for_each_tensor_slot(args, [&](at::Tensor& t) {
+    if (!t.defined() || touches) return;
+    if (auto record = pending_of(t.storage())) {
+      touches = s.local_pending.count(record->id) > 0;
+    } else {
+      touches = s.local_external.count(t.storage().unsafeGetStorageImpl()) > 0;
+    }
+  });
+  return touches;
+}
+
+// An op that runs now: first the pending work it depends on, then memory for its pending
+// arguments.
+void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                    const std::string& reason) {
+  const size_t num_args = op.schema().arguments().size();
+  torch::jit::Stack args(stack->end() - num_args, stack->end());
+  bool touches;
+  {
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    touches = touches_graph(s, args);
+  }
+  if (touches) {
+    const std::string location = current_location();
+    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    note_materialization(reason, location);
+    flush_locked(s, reason);
+  }
+  for_each_tensor_slot(args, [&](at::Tensor& t) {
+    if (!t.defined()) return;
+    if (auto record = pending_of(t.storage())) materialize(*record);
+  });
+}
+
+bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
+  State& s = state();
+  const bool fused = runtime::eager_mode() == runtime::EagerMode::fused;
+  if (!fused) {
+    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all("mode switch");
+    return false;
+  }
+  if (capture == Capture::view) return false;
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+
+  if (capture == Capture::factory) {
+    // empty.memory_format(size, dtype, layout, device, pin_memory, memory_format)
+    // empty_strided(size, stride, dtype, layout, device, pin_memory)
+    const bool strided = schema.arguments().size() == 6 && schema.arguments()[1].name() == "stride";
+    auto args = torch::jit::last(*stack, num_args);
+    const size_t k = strided ? 2 : 1;
+    const auto dtype = args[k].toOptional<c10::ScalarType>();
+    const auto layout = args[k + 1].toOptional<c10::Layout>();
+    auto device = args[k + 2].toOptional<c10::Device>();
+    const auto pin = args[k + 3].toOptional<bool>();
+    if (c10::layout_or_default(layout) != c10::Layout::Strided || pin.value_or(false)) return false;
+    const std::vector<int64_t> size = args[0].toIntVector();
+    at::Tensor meta;
+    if (strided) {
+      meta = at::detail::empty_strided_meta(size, args[1].toIntVector(), dtype, std::nullopt,
+                                            std::nullopt, std::nullopt);
+    } else {
+      meta = at::detail::empty_meta(size, dtype, std::nullopt, std::nullopt, std::nullopt,
+                                    args[5].toOptional<c10::MemoryFormat>());
+    }
+    const size_t nbytes = meta.storage().nbytes();
+    // Empty tensors, and requests larger than the HBM (which raise out-of-memory at once), go
+    // to the allocator.
+    if (nbytes == 0 || static_cast<int64_t>(nbytes) > runtime::hbm_capacity_bytes()) return false;
+    c10::Device d = c10::device_or_default(device);
+    if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
+    if (d.index() >= runtime::device_count()) return false;  // the kernel raises
+    runtime::metrics::count_op(aten::op_name(op));
+    at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
+    torch::jit::drop(*stack, num_args);
+    stack->push_back(std::move(t));
+    return true;
+  }
+
+  const std::string name = aten::op_name(op);
+  switch (capture) {
+    case Capture::host_read:
+      prepare_to_run(s, op, stack, "host read");
+      return false;
+    case Capture::random:
+      prepare_to_run(s, op, stack, "random op: " + name);
+      return false;
+    case Capture::fallback:
+      prepare_to_run(s, op, stack, "CPU fallback: " + name);
+      return false;
+    case Capture::none:
+      prepare_to_run(s, op, stack, "op not known to the lowering: " + name);
+      return false;
+    default:
+      break;
+  }
+
+  auto args = torch::jit::last(*stack, num_args);
+  if (capture == Capture::copy) {
+    const at::Tensor& src = args[0].toTensor();
+    const at::Tensor& dst = args[1].toTensor();
+    const bool src_tpu = src.device().is_privateuseone();
+    const bool dst_tpu = dst.device().is_privateuseone();
+    if (!(src_tpu && dst_tpu && src.device() == dst.device() && dst.numel() > 0)) {
+      prepare_to_run(s, op, stack, dst_tpu && !src_tpu ? "host-to-device copy" : "host read");
+      return false;
+    }
+  }
+  const auto device = aten::common_device(name, args);  // raises CUDA's device-mismatch error
+  if (!device.has_value() || !device->is_privateuseone()) {
+    prepare_to_run(s, op, stack, "op not known to the lowering: " + name);
+    return false;
+  }
+
+  if (capture == Capture::results_are_arguments) {
+    for (size_t i = 0; i < num_args; ++i) {
+      if (!schema.arguments()[i].is_out()) continue;
+      const c10::IValue& v = args[i];
+      if (!v.isTensor() || v.toTensor().numel() == 0) {
+        prepare_to_run(s, op, stack, "out= tensor sized by the kernel: " + name);
+        return false;
+      }
+    }
+  }
+  if (!mxu_recordable(name, args)) {
+    prepare_to_run(s, op, stack, "matmul run at once (dtype check or fallback): " + name);
+    return false;
+  }
+  std::vector<at::Tensor> new_results;
+  if (capture == Capture::new_results) {
+    std::string why;
+    auto meta = meta_results(op, *stack, &why);
+    if (!meta) {
+      prepare_to_run(s, op, stack, "no meta kernel: " + name);
+      return false;
+    }
+    new_results = std::move(*meta);
+  }
+  std::string location = record_locations() ? current_location() : std::string();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  record(s, op, stack, capture, name, *device, std::move(new_results), std::move(location));
+  return true;
+}
+
+void flush_locked(State& s, const std::string& reason) {
+  if (s.nodes.empty()) return;
+  std::vector<Node> nodes = std::move(s.nodes);
+  s.nodes.clear();
+  const uint64_t fingerprint = s.fingerprint;
+  s.fingerprint = 0;
+  s.local_pending.clear();
+  s.local_external.clear();
+  update_any_pending(s);
+  const aten::KernelScope scope;  // the kernels run for real, not recorded again
+  run_graph(std::move(nodes), fingerprint, reason);
+}
+
+void on_sync_point(const char* reason) {
+  if (aten::inside_kernel()) return;
+  State& s = state();
+  if (!s.any_pending.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  if (s.nodes.empty()) return;
+  note_materialization(reason, std::string());
+  flush_locked(s, reason);
+}
+
+std::atomic<LocationProvider> g_location_provider{nullptr};
+std::atomic<bool> g_record_locations{runtime::env::get("TORCHTPU_DEFER_LOCATIONS").value_or("0") == "1"};
+
+std::string current_location() {
+  LocationProvider p = g_location_provider.load();
+  return p == nullptr ? std::string() : p();
+}
+
+struct Installer {
+  Installer() {
+    aten::set_entry_hook(&on_entry);
+    runtime::set_pending_work_hook(&on_sync_point);
+  }
+} installer;
+
+}  // namespace
+
+std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage) {
+  if (!storage) return nullptr;
+  const c10::DataPtr& data = storage.data_ptr();
+  if (data.get_deleter() != &token_deleter) return nullptr;
+  return static_cast<Token*>(data.get_context())->record;
+}
+
+bool materialize(PendingStorage& record) {
+  if (record.materialized.load()) return true;
+  if (record.dead.load()) return false;
+  c10::intrusive_ptr<c10::StorageImpl> impl = record.impl->lock();
+  if (!impl) return false;
+  if (impl->data_ptr().get_deleter() != &token_deleter) return true;
+  c10::DataPtr memory = runtime::allocator().allocate_on(record.device.index(), impl->nbytes());
+  record.materialized.store(true);
+  impl->set_data_ptr_noswap(std::move(memory));  // the token goes; the record stays alive
+  return true;
+}
+
+void flush(const std::string& reason) {
+  State& s = state();
+  if (!s.any_pending.load()) return;
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  if (s.nodes.empty()) return;
+  note_materialization(reason, std::string());
+  flush_locked(s, reason);
+}
+
+void materialize_all(const std::string& reason) {
+  State& s = state();
+  if (!s.any_pending.load()) return;
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  if (!s.nodes.empty()) {
+    note_materialization(reason, std::string());
+    flush_locked(s, reason);
+  }
+  for (auto& [id, record] : s.registry) materialize(*record);
+  s.registry.clear();
+  update_any_pending(s);
+}
+
+int64_t pending_ops() {
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  return static_cast<int64_t>(s.nodes.size());
+}
+
+void set_location_provider(LocationProvider provider) { g_location_provider.store(provider); }
+void set_record_locations(bool on) { g_record_locations.store(on); }
+bool record_locations() { return g_record_locations.load(std::memory_order_relaxed); }
+
+void set_max_pending_ops(int64_t n) {
+  TORCH_CHECK_VALUE(n >= 1, "the pending graph size limit must be at least 1, got ", n);
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  s.max_ops = n;
+}
+
+void note_materialization(const std::string& reason, const std::string& location) {
+  runtime::metrics::count("defer.materializations");
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.stats_mutex);
+  ++s.materializations[reason][location.empty() ? "<unknown>" : location];
+}
+
+std::map<std::string, std::map<std::string, int64_t>> materializations() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.stats_mutex);
+  return s.materializations;
+}
+
+void reset_materializations() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.stats_mutex);
+  s.materializations.clear();
+}
+
+}  // namespace torchtpu::defer

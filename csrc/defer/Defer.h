@@ -1,0 +1,48 @@
+#pragma once
+// DeferAndFuse: fused eager mode (DESIGN.md section 3.1, docs/eager-modes.md).
+//
+// In fused eager, ops on TPU tensors are recorded instead of run. Their results are TPU tensors
+// with real metadata (sizes, strides, dtype) whose storage is *pending*: it has no memory
+// until the region that writes it runs, and an intermediate that dies before then never takes
+// any HBM. At a materialization point (a host read, an op that cannot be recorded, a
+// synchronization, the graph size limit, a mode switch) the pending graph is cut into regions,
+// planned (the plan is cached by the graph's fingerprint) and enqueued on the device's stream:
+// chains of element-wise ops become one fused region run block by block; everything else runs
+// through its ordinary kernel.
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace torchtpu::defer {
+
+// Runs every recorded op (enqueued on the streams, like strict eager); counts `reason`.
+void flush(const std::string& reason);
+// flush(), then gives memory to every pending storage still referenced, so that nothing is
+// pending any more (torchtpu.sync(), mode switches).
+void materialize_all(const std::string& reason);
+
+// Number of ops recorded and not yet run.
+int64_t pending_ops();
+
+// Python location of the calling code ("file.py:12"), installed by the Python module; used for
+// materialization points and, when record_locations is on, for every recorded op.
+using LocationProvider = std::string (*)();
+void set_location_provider(LocationProvider provider);
+void set_record_locations(bool on);  // TORCHTPU_DEFER_LOCATIONS=1
+bool record_locations();
+
+// Appends the IR of every newly planned region to `path` (empty: off). TORCHTPU_DUMP_REGIONS.
+void set_dump_path(const std::string& path);
+// The IR of the plans in the cache, as text.
+std::string cached_plans_text();
+// Drops the plan cache.
+void clear_cache();
+
+// Maximum number of recorded ops before a flush (TORCHTPU_DEFER_MAX_OPS, default 4096).
+void set_max_pending_ops(int64_t n);
+
+// Materialization points: reason -> location -> count.
+std::map<std::string, std::map<std::string, int64_t>> materializations();
+void reset_materializations();
+
+}  // namespace torchtpu::defer

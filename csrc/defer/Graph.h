@@ -1,0 +1,101 @@
+#pragma once
+// The pending graph of fused eager: pending storages, recorded ops, and the plan of a graph.
+// Internal to defer/.
+#include "aten/Entry.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/stack.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/SmallVector.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torchtpu::defer {
+
+using Dims = c10::SmallVector<int64_t, 6>;
+
+// A storage without memory yet. The tensors over it hold its StorageImpl (whose DataPtr is null
+// and carries a token that marks the record dead when the last of them goes); the graph holds
+// the record and a weak reference.
+struct PendingStorage {
+  uint64_t id = 0;
+  std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> impl;
+  c10::Device device{c10::kPrivateUse1, 0};
+  size_t nbytes = 0;
+  std::atomic<bool> dead{false};          // no tensor refers to it any more
+  std::atomic<bool> materialized{false};  // it has memory now (or is being given it)
+};
+
+// If `storage` is pending, its record.
+std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage);
+// Gives memory to a pending storage that tensors still refer to; false when it is dead.
+bool materialize(PendingStorage& record);
+
+// A tensor argument of a recorded op: an external (real) tensor or a view of a pending storage.
+struct Operand {
+  at::Tensor tensor;                        // external, or undefined
+  std::shared_ptr<PendingStorage> pending;  // pending, or null
+  Dims sizes, strides;
+  int64_t offset = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  bool read = true;      // the op reads it
+  bool written = false;  // the op writes it
+  bool defined() const { return pending != nullptr || tensor.defined(); }
+};
+
+struct Node {
+  c10::OperatorHandle op;
+  std::string name;  // "aten::add.out"
+  aten::Capture capture;
+  torch::jit::Stack args;          // tensor slots hold undefined tensors; operands fill them
+  std::vector<Operand> operands;   // the tensor slots of args, in visit order
+  std::vector<Operand> results;    // new_results: the pending tensors returned
+  c10::Device device{c10::kPrivateUse1, 0};
+  bool elementwise = false;        // fusable: results have `shape`, operands broadcast to it
+  Dims shape;
+  std::string location;            // Python location, when recorded
+  explicit Node(const c10::OperatorHandle& h) : op(h) {}
+};
+
+// Calls f(at::Tensor&) for every tensor slot of `args` (tensors, tensor lists, optional tensor
+// lists), in order, letting f replace the tensor.
+template <typename F>
+void for_each_tensor_slot(torch::jit::Stack& args, F&& f) {
+  for (c10::IValue& slot : args) {
+    if (slot.isTensor()) {
+      at::Tensor t = slot.toTensor();
+      f(t);
+      slot = std::move(t);
+    } else if (slot.isTensorList()) {
+      c10::List<at::Tensor> list = slot.toTensorList().copy();
+      for (size_t i = 0; i < list.size(); ++i) {
+        at::Tensor t = list.get(i);
+        f(t);
+        list.set(i, std::move(t));
+      }
+      slot = std::move(list);
+    } else if (slot.isOptionalTensorList()) {
+      auto list = slot.toOptionalTensorList().copy();
+      for (size_t i = 0; i < list.size(); ++i) {
+        std::optional<at::Tensor> t = list.get(i);
+        if (!t.has_value()) continue;
+        f(*t);
+        list.set(i, std::move(t));
+      }
+      slot = std::move(list);
+    }
+  }
+}
+
+// Lowering.cpp: plans (or finds the cached plan of) `nodes` and enqueues it.
+// `fingerprint` identifies the graph's structure (without liveness).
+void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string& reason);
+
+// Recorded counters (Capture.cpp).
+void note_materialization(const std::string& reason, const std::string& location);
+
+}  // namespace torchtpu::defer

@@ -1,0 +1,755 @@
+// Lowering of the pending graph (Graph.h): dead-op elimination, cutting into regions, memory
+// planning, the plan cache, and execution. Element-wise chains run as one fused region: a
+// blocked loop over the output in which every block goes through the whole chain while it is in
+// cache (the host analogue of VMEM tiles), in parallel over blocks; each op of the chain runs
+// PyTorch's own CPU kernel on the block, so fused results are those of the unfused kernels.
+// Intermediates that die inside a fused region live only in per-thread block buffers and never
+// take HBM. Every other op runs through its ordinary kernel.
+#include "aten/Entry.h"
+#include "aten/Launch.h"
+#include "defer/Defer.h"
+#include "defer/Graph.h"
+#include "runtime/Allocator.h"
+#include "runtime/Log.h"
+#include "runtime/Metrics.h"
+#include "sim/CostModel.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/hash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+namespace torchtpu::defer {
+namespace {
+
+using runtime::metrics::count;
+
+// Elements per block of a fused region (the block of every operand stays in L2).
+constexpr int64_t kBlockElements = 32768;
+
+// S-mapped geometry of an operand: its strides for each dimension of the iteration shape
+// (0 where it broadcasts), its offset and dtype. `whole`: a 0-dim operand, passed as it is.
+struct Geometry {
+  Dims smap;
+  int64_t offset = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  bool whole = false;
+  bool operator==(const Geometry& o) const {
+    return smap == o.smap && offset == o.offset && dtype == o.dtype && whole == o.whole;
+  }
+};
+
+Geometry geometry_of(const Operand& o, c10::IntArrayRef shape) {
+  Geometry g;
+  g.offset = o.offset;
+  g.dtype = o.dtype;
+  if (o.sizes.empty() && !shape.empty()) {
+    g.whole = true;
+    return g;
+  }
+  g.smap.assign(shape.size(), 0);
+  const size_t lead = shape.size() - o.sizes.size();
+  for (size_t i = 0; i < o.sizes.size(); ++i) {
+    g.smap[lead + i] = (o.sizes[i] == 1 && shape[lead + i] != 1) ? 0 : o.strides[i];
+  }
+  return g;
+}
+
+// Each position of `shape` maps to a distinct element.
+bool non_overlapping(const Geometry& g, c10::IntArrayRef shape) {
+  if (g.whole) return false;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] > 1) dims.emplace_back(g.smap[i], shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride < span) return false;
+    span = stride * size;
+  }
+  return true;
+}
+
+// Keys of the storages a graph touches: pending storages [0, P), external ones -1, -2, ...
+struct Keys {
+  std::vector<std::shared_ptr<PendingStorage>> pending;  // by key
+  std::vector<std::vector<int>> operands;                // per node, per operand
+  std::vector<std::vector<int>> results;                 // per node, per result
+};
+
+Keys keys_of(const std::vector<Node>& nodes) {
+  Keys k;
+  std::unordered_map<uint64_t, int> pending;
+  std::unordered_map<const c10::StorageImpl*, int> external;
+  auto key = [&](const Operand& o) -> int {
+    if (o.pending) {
+      auto [it, fresh] = pending.emplace(o.pending->id, static_cast<int>(k.pending.size()));
+      if (fresh) k.pending.push_back(o.pending);
+      return it->second;
+    }
+    if (o.tensor.defined() && !o.tensor.is_cpu()) {
+      auto [it, fresh] = external.emplace(o.tensor.storage().unsafeGetStorageImpl(),
+                                          -static_cast<int>(external.size()) - 1);
+      return it->second;
+    }
+    return INT32_MIN;  // undefined, or a CPU scalar
+  };
+  for (const Node& n : nodes) {
+    std::vector<int> ops, res;
+    for (const auto& o : n.operands) ops.push_back(key(o));
+    for (const auto& o : n.results) res.push_back(key(o));
+    k.operands.push_back(std::move(ops));
+    k.results.push_back(std::move(res));
+  }
+  return k;
+}
+
+bool alive(const PendingStorage& p) {
+  if (p.materialized.load()) return true;
+  if (p.dead.load()) return false;
+  return static_cast<bool>(p.impl->lock());
+}
+
+struct Region {
+  bool fused = false;
+  std::vector<int> nodes;
+  Dims shape;
+};
+
+struct Plan {
+  std::vector<char> live;         // per node: not eliminated
+  std::vector<Region> regions;
+  std::vector<char> memory;       // per pending key: needs device memory
+  std::vector<int> last_region;   // per pending key
+  std::vector<int> slot;          // per pending key: block buffer slot in its fused region, or -1
+  int fused_ops = 0;
+  std::string ir;
+};
+
+// Calls f(operand, key) for the operands and the results of node i.
+template <typename F>
+void for_each_access(const std::vector<Node>& nodes, const Keys& keys, size_t i, F&& f) {
+  for (size_t j = 0; j < nodes[i].operands.size(); ++j) {
+    if (nodes[i].operands[j].defined()) f(nodes[i].operands[j], keys.operands[i][j]);
+  }
+  for (size_t j = 0; j < nodes[i].results.size(); ++j) {
+    if (nodes[i].results[j].defined()) f(nodes[i].results[j], keys.results[i][j]);
+  }
+}
+
+std::string describe(const Operand& o, int key) {
+  std::ostringstream s;
+  if (key >= 0) {
+    s << "%" << key;
+  } else if (key == INT32_MIN) {
+    s << (o.tensor.defined() ? "scalar" : "_");
+    if (!o.tensor.defined()) return s.str();
+  } else {
+    s << "ext" << -key - 1;
+  }
+  s << ":" << c10::toString(o.dtype) << c10::IntArrayRef(o.sizes);
+  return s.str();
+}
+
+std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& keys,
+                                 const std::vector<char>& alive_keys) {
+  auto plan = std::make_shared<Plan>();
+  const size_t n = nodes.size();
+  const size_t P = keys.pending.size();
+
+  // Dead-op elimination: an op is live when it writes an external tensor or a pending storage
+  // that is alive or read by a later live op.
+  std::vector<char> needed(alive_keys.begin(), alive_keys.end());
+  plan->live.assign(n, 0);
+  for (size_t i = n; i-- > 0;) {
+    bool live = false;
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (o.written && (key < 0 || needed[key])) live = true;
+    });
+    if (!live) continue;
+    plan->live[i] = 1;
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (key >= 0 && (o.read || !o.written)) needed[key] = 1;
+    });
+  }
+
+  // Regions: runs of element-wise ops over one shape, cut where blocking would be unsafe (a
+  // storage written in the run and accessed with two different geometries).
+  struct Access {
+    Geometry g;
+    bool written;
+  };
+  Region current;
+  std::unordered_map<int, Access> accesses;
+  auto close = [&] {
+    if (current.nodes.empty()) return;
+    if (current.nodes.size() == 1) current.fused = false;
+    plan->regions.push_back(std::move(current));
+    current = Region();
+    accesses.clear();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    if (!plan->live[i]) continue;
+    const Node& node = nodes[i];
+    bool joins = node.elementwise && current.fused && !current.nodes.empty() &&
+                 nodes[current.nodes[0]].device == node.device &&
+                 c10::IntArrayRef(current.shape) == c10::IntArrayRef(node.shape);
+    std::unordered_map<int, Access> merged;
+    if (node.elementwise) {
+      if (!joins) accesses.clear();
+      merged = accesses;
+      bool ok = true;
+      for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+        if (key == INT32_MIN) return;
+        const Geometry g = geometry_of(o, node.shape);
+        if (o.written && !non_overlapping(g, node.shape)) ok = false;
+        auto it = merged.find(key);
+        if (it == merged.end()) {
+          merged.emplace(key, Access{g, o.written});
+        } else {
+          if (!(it->second.g == g) && (it->second.written || o.written)) ok = false;
+          it->second.written = it->second.written || o.written;
+        }
+      });
+      if (!ok && joins) {
+        // Start a new run with this op alone.
+        joins = false;
+        merged.clear();
+        ok = true;
+        for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+          if (key == INT32_MIN) return;
+          const Geometry g = geometry_of(o, node.shape);
+          if (o.written && !non_overlapping(g, node.shape)) ok = false;
+          auto it = merged.find(key);
+          if (it == merged.end()) {
+            merged.emplace(key, Access{g, o.written});
+          } else {
+            if (!(it->second.g == g) && (it->second.written || o.written)) ok = false;
+            it->second.written = it->second.written || o.written;
+          }
+        });
+      }
+      if (!ok) {
+        close();
+        Region single;
+        single.nodes.push_back(static_cast<int>(i));
+        plan->regions.push_back(std::move(single));
+        continue;
+      }
+      if (!joins) {
+        close();
+        current.fused = true;
+        current.shape = node.shape;
+      }
+      current.nodes.push_back(static_cast<int>(i));
+      accesses = std::move(merged);
+      continue;
+    }
+    close();
+    Region single;
+    single.nodes.push_back(static_cast<int>(i));
+    plan->regions.push_back(std::move(single));
+  }
+  close();
+
+  // Memory: a pending storage needs HBM unless it is dead and lives inside one fused region
+  // whose first access to it writes it whole.
+  std::vector<int> first_region(P, -1);
+  std::vector<char> first_is_write(P, 0), many(P, 0), whole_access(P, 0);
+  plan->last_region.assign(P, -1);
+  for (size_t r = 0; r < plan->regions.size(); ++r) {
+    const Region& region = plan->regions[r];
+    for (int i : region.nodes) {
+      for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+        if (key < 0) return;
+        if (first_region[key] < 0) {
+          first_region[key] = static_cast<int>(r);
+          first_is_write[key] = o.written && !o.read;
+        } else if (first_region[key] != static_cast<int>(r)) {
+          many[key] = 1;
+        }
+        if (region.fused && geometry_of(o, region.shape).whole) whole_access[key] = 1;
+        plan->last_region[key] = static_cast<int>(r);
+      });
+    }
+  }
+  plan->memory.assign(P, 1);
+  plan->slot.assign(P, -1);
+  std::vector<int> slots_in_region(plan->regions.size(), 0);
+  for (size_t k = 0; k < P; ++k) {
+    if (first_region[k] < 0) continue;
+    const Region& region = plan->regions[first_region[k]];
+    if (!alive_keys[k] && !many[k] && region.fused && first_is_write[k] && !whole_access[k]) {
+      plan->memory[k] = 0;
+      plan->slot[k] = slots_in_region[first_region[k]]++;
+    }
+  }
+
+  // The IR, as text.
+  std::ostringstream ir;
+  int eliminated = 0;
+  for (char l : plan->live) eliminated += !l;
+  ir << "graph: " << n << " ops, " << plan->regions.size() << " regions, " << eliminated
+     << " eliminated\n";
+  for (size_t r = 0; r < plan->regions.size(); ++r) {
+    const Region& region = plan->regions[r];
+    if (region.fused) {
+      plan->fused_ops += static_cast<int>(region.nodes.size());
+      ir << "  region " << r << ": fused element-wise over " << c10::IntArrayRef(region.shape)
+         << ", " << region.nodes.size() << " ops\n";
+    } else {
+      ir << "  region " << r << ": kernel\n";
+    }
+    for (int i : region.nodes) {
+      ir << "    " << nodes[i].name << "(";
+      for (size_t j = 0; j < nodes[i].operands.size(); ++j) {
+        if (j) ir << ", ";
+        const int key = keys.operands[i][j];
+        ir << (nodes[i].operands[j].written ? "out " : "") << describe(nodes[i].operands[j], key);
+        if (key >= 0 && !plan->memory[key]) ir << " [block]";
+      }
+      ir << ")";
+      for (size_t j = 0; j < nodes[i].results.size(); ++j) {
+        const int key = keys.results[i][j];
+        ir << (j ? ", " : " -> ") << describe(nodes[i].results[j], key);
+        if (key >= 0 && !plan->memory[key]) ir << " [block]";
+      }
+      ir << "\n";
+    }
+  }
+  plan->ir = ir.str();
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan cache
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, std::shared_ptr<Plan>> plans;
+  std::string dump_path = [] {
+    const char* v = std::getenv("TORCHTPU_DUMP_REGIONS");
+    return v == nullptr ? std::string() : std::string(v);
+  }();
+};
+
+Cache& cache() {
+  static auto* c = new Cache();
+  return *c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+
+at::Tensor host_view(const c10::Storage& storage, c10::ScalarType dtype, int64_t offset,
+                     c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+      c10::scalarTypeToTypeMeta(dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
+  return t;
+}
+
+c10::Storage host_storage_over(const c10::Storage& device_storage) {
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), device_storage.nbytes(),
+      c10::DataPtr(const_cast<void*>(device_storage.data()), c10::Device(c10::kCPU)), nullptr,
+      /*resizable=*/false));
+}
+
+at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(o.dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+  return t;
+}
+
+std::string where(const Node& n) {
+  return n.location.empty() ? std::string() : " (recorded at " + n.location + ")";
+}
+
+// How a fused op reaches one operand in a block.
+struct Source {
+  enum Kind { undefined, whole, mapped, block } kind = undefined;
+  at::Tensor tensor;     // whole
+  c10::Storage host;     // mapped: host storage over the device memory
+  Geometry g;
+  int slot = -1;         // block
+};
+
+struct FusedOp {
+  c10::OperatorHandle op;
+  std::string name, location;
+  torch::jit::Stack args;
+  std::vector<Source> operands;
+  std::vector<Source> results;
+  bool copy = false;
+  explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
+};
+
+struct FusedRegion {
+  Dims shape;
+  std::vector<FusedOp> ops;
+  std::vector<c10::ScalarType> slot_dtypes;
+  std::vector<at::Tensor> keep;        // device tensors whose memory the region uses
+  std::vector<c10::Storage> keep_storages;
+  void run() const;
+};
+
+void FusedRegion::run() const {
+  const int64_t dims = static_cast<int64_t>(shape.size());
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  if (numel == 0) return;
+  // Blocking: dimensions after `d` whole, dimension `d` in chunks, dimensions before it one
+  // index at a time.
+  int64_t d = std::max<int64_t>(dims - 1, 0), inner = 1;
+  while (d > 0 && inner * shape[d] <= kBlockElements) inner *= shape[d--];
+  const int64_t len_d = dims == 0 ? 1 : shape[d];
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(len_d, kBlockElements / inner));
+  const int64_t chunks = (len_d + chunk - 1) / chunk;
+  int64_t outer = 1;
+  for (int64_t j = 0; j < d; ++j) outer *= shape[j];
+  const int64_t blocks = dims == 0 ? 1 : outer * chunks;
+  const int64_t max_block = dims == 0 ? 1 : chunk * inner;
+
+  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<at::Tensor> buffers(slot_dtypes.size());
+    for (size_t i = 0; i < slot_dtypes.size(); ++i) {
+      buffers[i] = at::empty({max_block}, at::TensorOptions().dtype(slot_dtypes[i]));
+    }
+    std::vector<at::Tensor> values(slot_dtypes.size());
+    Dims bsizes, bstrides, contiguous;
+    for (int64_t b = b0; b < b1; ++b) {
+      // This block: index of the dimensions before d, and a chunk of d.
+      Dims index(std::max<int64_t>(d, 0), 0);
+      int64_t start = 0, len = 1;
+      if (dims > 0) {
+        int64_t o = b / chunks;
+        for (int64_t j = d - 1; j >= 0; --j) {
+          index[j] = o % shape[j];
+          o /= shape[j];
+        }
+        start = (b % chunks) * chunk;
+        len = std::min(chunk, shape[d] - start);
+        bsizes.assign(1, len);
+        bsizes.append(shape.begin() + d + 1, shape.end());
+        contiguous.assign(bsizes.size(), 1);
+        for (int64_t j = static_cast<int64_t>(bsizes.size()) - 2; j >= 0; --j) {
+          contiguous[j] = contiguous[j + 1] * bsizes[j + 1];
+        }
+      } else {
+        bsizes.clear();
+        contiguous.clear();
+      }
+      std::fill(values.begin(), values.end(), at::Tensor());
+      auto view = [&](const Source& s) -> at::Tensor {
+        switch (s.kind) {
+          case Source::undefined: return at::Tensor();
+          case Source::whole: return s.tensor;
+          case Source::mapped: {
+            int64_t offset = s.g.offset;
+            if (dims > 0) {
+              for (int64_t j = 0; j < d; ++j) offset += index[j] * s.g.smap[j];
+              offset += start * s.g.smap[d];
+              bstrides.assign(s.g.smap.begin() + d, s.g.smap.end());
+            } else {
+              bstrides.clear();
+            }
+            return host_view(s.host, s.g.dtype, offset, bsizes, bstrides);
+          }
+          case Source::block: {
+            at::Tensor& v = values[s.slot];
+            if (!v.defined()) {
+              v = host_view(buffers[s.slot].storage(), slot_dtypes[s.slot], 0, bsizes,
+                            contiguous);
+            }
+            return v;
+          }
+        }
+        return at::Tensor();
+      };
+      for (const FusedOp& f : ops) {
+        try {
+          torch::jit::Stack stack = f.args;
+          size_t i = 0;
+          for_each_tensor_slot(stack, [&](at::Tensor& t) { t = view(f.operands[i++]); });
+          if (f.copy) {
+            stack[1].toTensor().copy_(stack[0].toTensor());
+            continue;
+          }
+          f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+          for (size_t r = 0; r < f.results.size(); ++r) {
+            const Source& s = f.results[r];
+            if (s.kind == Source::block) {
+              values[s.slot] = stack[r].toTensor();
+            } else if (s.kind == Source::mapped) {
+              view(s).copy_(stack[r].toTensor());
+            }
+          }
+        } catch (const c10::Error& e) {
+          TORCH_CHECK(false, "in a fused region, ", f.name,
+                      f.location.empty() ? "" : " (recorded at " + f.location + ")", ": ",
+                      e.what_without_backtrace());
+        }
+      }
+    }
+  });
+}
+
+class Executor {
+ public:
+  Executor(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
+           const std::vector<char>& alive_keys)
+      : nodes_(nodes), keys_(keys), plan_(plan), alive_(alive_keys),
+        memory_(keys.pending.size()) {}
+
+  void run() {
+    for (size_t r = 0; r < plan_.regions.size(); ++r) {
+      const Region& region = plan_.regions[r];
+      if (region.fused) {
+        run_fused(region);
+      } else {
+        replay(region.nodes[0]);
+      }
+      for (size_t k = 0; k < memory_.size(); ++k) {
+        if (plan_.last_region[k] == static_cast<int>(r) && !alive_[k]) memory_[k] = c10::Storage();
+      }
+    }
+  }
+
+ private:
+  // Device memory of pending key k (materializing the tensors' own storage when alive).
+  const c10::Storage& storage(int k) {
+    if (!memory_[k]) {
+      PendingStorage& p = *keys_.pending[k];
+      c10::intrusive_ptr<c10::StorageImpl> impl;
+      if (alive_[k] && materialize(p)) impl = p.impl->lock();
+      if (impl) {
+        memory_[k] = c10::Storage(std::move(impl));
+      } else {
+        memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+            c10::StorageImpl::use_byte_size_t(), p.nbytes,
+            runtime::allocator().allocate_on(p.device.index(), p.nbytes), &runtime::allocator(),
+            /*resizable=*/false));
+      }
+    }
+    return memory_[k];
+  }
+
+  at::Tensor tensor_of(const Operand& o, int key) {
+    if (key >= 0) return device_view(storage(key), o);
+    return o.tensor;
+  }
+
+  void replay(int i) {
+    Node& n = nodes_[i];
+    torch::jit::Stack stack = n.args;
+    size_t j = 0;
+    for_each_tensor_slot(stack, [&](at::Tensor& t) {
+      t = tensor_of(n.operands[j], keys_.operands[i][j]);
+      ++j;
+    });
+    const c10::DeviceGuard guard(n.device);
+    try {
+      n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+    } catch (const c10::Error& e) {
+      TORCH_CHECK(false, n.name, where(n), ", run from the pending graph of fused eager: ",
+                  e.what_without_backtrace());
+    }
+    for (size_t r = 0; r < n.results.size(); ++r) {
+      const int key = keys_.results[i][r];
+      if (key < 0 || !plan_.memory[key] || !stack[r].isTensor()) continue;
+      adopt(n.results[r], key, stack[r].toTensor());
+    }
+  }
+
+  // Gives a kernel's new result to pending key k: its memory when the layout is the one
+  // recorded, else a copy.
+  void adopt(const Operand& o, int k, const at::Tensor& real) {
+    PendingStorage& p = *keys_.pending[k];
+    const bool same = real.sizes() == c10::IntArrayRef(o.sizes) &&
+                      real.strides() == c10::IntArrayRef(o.strides) &&
+                      real.storage_offset() == o.offset && real.scalar_type() == o.dtype &&
+                      real.storage().nbytes() == p.nbytes &&
+                      real.storage().use_count() == 1 && !memory_[k];
+    if (same) {
+      c10::StorageImpl* from = real.storage().unsafeGetStorageImpl();
+      c10::intrusive_ptr<c10::StorageImpl> impl;
+      if (alive_[k]) impl = p.impl->lock();
+      if (impl) {
+        p.materialized.store(true);
+        impl->set_data_ptr_noswap(from->set_data_ptr(c10::DataPtr(nullptr, real.device())));
+        memory_[k] = c10::Storage(std::move(impl));
+      } else {
+        memory_[k] = real.storage();
+      }
+      return;
+    }
+    count("defer.result_copies");
+    device_view(storage(k), o).copy_(real);
+  }
+
+  Source source_of(const Operand& o, int key, c10::IntArrayRef shape,
+                   std::shared_ptr<FusedRegion>& region, std::vector<int>& slot_of_key) {
+    Source s;
+    if (!o.defined()) return s;
+    s.g = geometry_of(o, shape);
+    if (key >= 0 && !plan_.memory[key]) {
+      s.kind = Source::block;
+      s.slot = plan_.slot[key];
+      if (region->slot_dtypes.size() <= static_cast<size_t>(s.slot)) {
+        region->slot_dtypes.resize(s.slot + 1, o.dtype);
+      }
+      region->slot_dtypes[s.slot] = o.dtype;
+      return s;
+    }
+    if (key == INT32_MIN) {  // a CPU scalar
+      s.kind = Source::whole;
+      s.tensor = o.tensor;
+      return s;
+    }
+    at::Tensor dev = tensor_of(o, key);
+    region->keep.push_back(dev);
+    if (s.g.whole) {
+      s.kind = Source::whole;
+      s.tensor = host_view(host_storage_over(dev.storage()), o.dtype, o.offset, {}, {});
+      return s;
+    }
+    s.kind = Source::mapped;
+    s.host = host_storage_over(dev.storage());
+    return s;
+  }
+
+  void run_fused(const Region& region) {
+    auto fused = std::make_shared<FusedRegion>();
+    fused->shape = region.shape;
+    std::vector<int> slot_of_key;
+    double units = 0;
+    double bytes = 0;
+    std::unordered_map<int, bool> counted;
+    int64_t numel = 1;
+    for (int64_t s : region.shape) numel *= s;
+    for (int i : region.nodes) {
+      Node& n = nodes_[i];
+      FusedOp f(n.op);
+      f.name = n.name;
+      f.location = n.location;
+      f.args = n.args;
+      f.copy = n.capture == aten::Capture::copy;
+      for (size_t j = 0; j < n.operands.size(); ++j) {
+        f.operands.push_back(
+            source_of(n.operands[j], keys_.operands[i][j], region.shape, fused, slot_of_key));
+      }
+      for (size_t j = 0; j < n.results.size(); ++j) {
+        f.results.push_back(
+            source_of(n.results[j], keys_.results[i][j], region.shape, fused, slot_of_key));
+      }
+      // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
+      std::string_view base(n.name);
+      base.remove_prefix(6);
+      base = base.substr(0, base.find('.'));
+      if (base.size() > 1 && base.back() == '_') base.remove_suffix(1);
+      // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
+      bool foreign = false;
+      for (const auto& o : n.operands) {
+        foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
+      }
+      if (foreign) count("emulated." + n.name);
+      units += aten::vpu_units(base) * (foreign ? 10.0 : 1.0);
+      for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
+        if (key == INT32_MIN || (key >= 0 && !plan_.memory[key]) || counted[key]) return;
+        counted[key] = true;
+        bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
+      });
+      runtime::metrics::count_op(n.name);
+      fused->ops.push_back(std::move(f));
+    }
+    sim::record("defer::fused_region", sim::cost_model().vector(numel, units, bytes));
+    count("defer.fused_regions");
+    count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
+    const c10::Device device = nodes_[region.nodes[0]].device;
+    aten::launch(device,
+                 "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
+                     nodes_[region.nodes[0]].name + ", ...)",
+                 [fused] { fused->run(); }, {});
+  }
+
+  std::vector<Node>& nodes_;
+  const Keys& keys_;
+  const Plan& plan_;
+  const std::vector<char>& alive_;
+  std::vector<c10::Storage> memory_;
+};
+
+}  // namespace
+
+void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string& reason) {
+  const Keys keys = keys_of(nodes);
+  std::vector<char> alive_keys(keys.pending.size());
+  size_t h = c10::hash_combine(fingerprint, nodes.size());
+  for (size_t k = 0; k < keys.pending.size(); ++k) {
+    alive_keys[k] = alive(*keys.pending[k]);
+    h = c10::hash_combine(h, alive_keys[k] ? 0x51 : 0x33);
+  }
+  std::shared_ptr<Plan> plan;
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.plans.find(h);
+    if (it != c.plans.end()) plan = it->second;
+  }
+  if (plan) {
+    count("defer.cache_hits");
+  } else {
+    count("defer.cache_misses");
+    const auto t0 = std::chrono::steady_clock::now();
+    plan = build_plan(nodes, keys, alive_keys);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    count("defer.compiles");
+    count("defer.compile_ns", ns);
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.plans.size() > 4096) c.plans.clear();
+    c.plans.emplace(h, plan);
+    if (!c.dump_path.empty()) {
+      std::ofstream out(c.dump_path, std::ios::app);
+      out << "# flushed by: " << reason << "\n" << plan->ir << "\n";
+    }
+  }
+  count("defer.graphs");
+  count("defer.regions", static_cast<int64_t>(plan->regions.size()));
+  int64_t eliminated = 0;
+  for (char l : plan->live) eliminated += !l;
+  if (eliminated) count("defer.ops_eliminated", eliminated);
+  Executor(nodes, keys, *plan, alive_keys).run();
+}
+
+void set_dump_path(const std::string& path) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().dump_path = path;
+}
+
+std::string cached_plans_text() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  std::string out;
+  for (const auto& [key, plan] : cache().plans) out += plan->ir + "\n";
+  return out;
+}
+
+void clear_cache() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  cache().plans.clear();
+}
+
+}  // namespace torchtpu::defer
