@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest,
-# the pytest suite (which also builds and runs the LibTorch C++ example through
+# the pytest suite in each eager mode (which also builds and runs the LibTorch C++ example through
 # find_package(torchtpu)), PyTorch's ModuleInfo sweep, and the CI tier of the OpInfo sweep (one
 # shard of eight; the whole sweep is scripts/opinfo_sweep.sh). The sweeps run in pytest
 # processes of their own: PyTorch's test utilities change global state when imported.
@@ -15,9 +15,14 @@ echo "== Python tests (pytest), strict eager (the default)"
 "$PYTHON" -m pytest -q "$@"
 echo "== Python tests (pytest) again in debug eager"
 TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
+echo "== Python tests (pytest) again in fused eager (DeferAndFuse)"
+TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q "$@"
 echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
+echo "== the same sweeps in fused eager"
+(cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
+(cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "== transformers model zoo, CI tier (3 architectures; the sweep is test/models/zoo.py)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

@@ -31,6 +31,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
     for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
 )
 
+from . import debug  # noqa: E402,F401
 from . import metrics  # noqa: E402
 from .tpu import (  # noqa: E402,F401
     Event,
@@ -118,6 +119,9 @@ def _finish_pending_work() -> None:
 import atexit as _atexit  # noqa: E402
 
 _atexit.register(_finish_pending_work)
+
+if _os.environ.get("TORCHTPU_METRICS_REPORT", "0") == "1":
+    _atexit.register(lambda: _sys.stderr.write(metrics.report() + "\n"))
 
 
 def _autoload():

@@ -65,8 +65,39 @@ def estimate() -> dict[str, float]:
     }
 
 
+def materializations() -> dict[str, dict[str, int]]:
+    """Fused eager's materialization points: reason -> Python location -> count."""
+    return _C.defer_materializations()
+
+
 def reset() -> None:
     _C.metrics_reset()
+    _C.defer_reset_materializations()
+
+
+def _fused_eager_lines(limit: int | None) -> list[str]:
+    c = counters()
+    if not any(k.startswith("defer.") for k in c):
+        return []
+    ops = c.get("defer.ops_recorded", 0)
+    regions = c.get("defer.regions", 0)
+    compile_ms = c.get("defer.compile_ns", 0) / 1e6
+    lines = [
+        f"fused eager (DeferAndFuse): {ops} ops recorded, {c.get('defer.graphs', 0)} graphs run as "
+        f"{regions} regions ({ops / regions if regions else 0:.1f} ops per region); "
+        f"{c.get('defer.fused_regions', 0)} fused regions with {c.get('defer.ops_fused', 0)} ops; "
+        f"{c.get('defer.ops_eliminated', 0)} dead ops not run",
+        f"  plans: {c.get('defer.compiles', 0)} compiled ({compile_ms:.3f} ms), "
+        f"{c.get('defer.cache_hits', 0)} cache hits, {c.get('defer.cache_misses', 0)} misses",
+    ]
+    mats = materializations()
+    total = sum(sum(v.values()) for v in mats.values())
+    lines.append(f"  materializations: {total}")
+    for reason, where in sorted(mats.items(), key=lambda kv: -sum(kv[1].values()))[:limit]:
+        top = sorted(where.items(), key=lambda kv: -kv[1])[:3]
+        places = ", ".join(f"{loc} x{n}" for loc, n in top)
+        lines.append(f"    {sum(where.values()):>8}  {reason}  ({places})")
+    return lines
 
 
 def _bytes(n: float) -> str:
@@ -95,6 +126,7 @@ def report(limit: int | None = 20) -> str:
     ]
     lines += _table("native ops", native_ops(), limit)
     lines += _table("CPU fallbacks", fallbacks(), limit)
+    lines += _fused_eager_lines(limit)
     est = estimate()
     if est["launches"]:
         lines.append(

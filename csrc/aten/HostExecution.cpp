@@ -462,7 +462,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                  ? op_name.name
                                  : op_name.name + "." + op_name.overload_name;
     const bool new_results = returns_new_tensors(handle->schema());
-    const Capture capture = has_generator_argument(handle->schema()) ? Capture::random
+    // native_dropout draws from the default generator without a Generator argument.
+    const bool random = has_generator_argument(handle->schema()) ||
+                        op_name.name == "aten::native_dropout";
+    const Capture capture = random ? Capture::random
                             : data_dependent_shape(op_name.name) ? Capture::none
                             : new_results ? Capture::new_results
                                           : Capture::results_are_arguments;

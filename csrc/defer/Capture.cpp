@@ -17,6 +17,7 @@
 #include <c10/util/hash.h>
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -149,12 +150,13 @@ bool mxu_recordable(const std::string& name, c10::ArrayRef<c10::IValue> args) {
   if (!matmuls.count(base)) return true;
   std::optional<c10::ScalarType> dtype;
   bool ok = true;
-  torch::jit::Stack copy(args.begin(), args.end());
-  for_each_tensor_slot(copy, [&](at::Tensor& t) {
-    if (!t.defined() || (t.is_cpu() && t.dim() == 0)) return;
+  for (const c10::IValue& v : args) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || (t.is_cpu() && t.dim() == 0)) continue;
     if (dtype && *dtype != t.scalar_type()) ok = false;
     dtype = t.scalar_type();
-  });
+  }
   if (!ok || !dtype) return false;
   if (base == "_int_mm") return *dtype == c10::kChar || *dtype == c10::kInt;
   return *dtype == c10::kFloat || *dtype == c10::kBFloat16 || *dtype == c10::kHalf;
@@ -213,7 +215,14 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
     h = c10::hash_combine(h, 0x100000 + it->second);
     o.pending = std::move(record);
   } else if (t.device().is_cpu()) {
-    o.tensor = t.clone();  // a CPU scalar: its value now
+    // A CPU scalar: its value now (a plain copy of its bytes, cheaper than clone()).
+    o.tensor = at::detail::empty_cpu({}, t.scalar_type(), std::nullopt, std::nullopt,
+                                     std::nullopt, std::nullopt);
+    if (t.numel() == 1) {
+      std::memcpy(o.tensor.data_ptr(), t.data_ptr(), t.element_size());
+    } else {
+      o.tensor = t.clone();
+    }
     if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
       o.tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
     }
@@ -359,7 +368,10 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   torch::jit::drop(*stack, num_args);
   for (auto& r : returned) stack->push_back(std::move(r));
 
-  if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops) flush_locked(s, "graph size limit");
+  if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops) {
+    note_materialization("graph size limit", std::string());
+    flush_locked(s, "graph size limit");
+  }
 }
 
 // Meta results of a new_results op; nullopt (with the reason) when it has no usable meta kernel.
@@ -527,7 +539,16 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     return false;
   }
   std::vector<at::Tensor> new_results;
-  if (capture == Capture::new_results) {
+  if (capture == Capture::new_results && name == "aten::relu") {
+    // relu's result is laid out like its input (when dense), in its dtype: no meta call.
+    const at::Tensor& x = args[0].toTensor();
+    new_results.push_back(x.is_non_overlapping_and_dense()
+                              ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
+                                                               x.scalar_type(), std::nullopt,
+                                                               std::nullopt, std::nullopt)
+                              : at::detail::empty_meta(x.sizes(), x.scalar_type(), std::nullopt,
+                                                       std::nullopt, std::nullopt, std::nullopt));
+  } else if (capture == Capture::new_results) {
     std::string why;
     auto meta = meta_results(op, *stack, &why);
     if (!meta) {

@@ -178,9 +178,9 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 }
 
 c10::Stream exchange_stream(const c10::Stream& stream) {
-  flush_pending_work("stream change");
   auto device = stream.device_index();
   auto previous = current_stream(device);
+  if (previous != stream) flush_pending_work("stream change");
   if (tls_current.size() <= static_cast<size_t>(device)) tls_current.resize(device + 1, 0);
   tls_current[device] = stream.id();
   return previous;

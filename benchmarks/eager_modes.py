@@ -1,0 +1,204 @@
+"""Fused eager (DeferAndFuse) against strict and debug eager, side by side in one run.
+
+Cases (issue #4): (a) a chain of ten element-wise ops on 4096^2 float32, (b) relu(A @ B + C)
+at 4096^2 (float32 at "medium" precision: one bf16 MXU pass), (c) an MLP training step,
+(d) a transformer block training step with AdamW. For each case and mode: host time per
+iteration (measured, interleaved across modes, median), peak HBM above the inputs
+(torch.tpu.max_memory_allocated) and estimated TPU time (cost model). Also the host cost of
+recording ops into a cached region (capture, fingerprint, cache lookup), per op.
+
+    python benchmarks/eager_modes.py              # about 5 minutes on 2 cores
+    python benchmarks/eager_modes.py --quick      # smaller sizes, for a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+import torchtpu
+
+import common
+
+MODES = ("debug", "strict", "fused")
+
+
+def chain_case(n):
+    x = torch.randn(n, n, device="tpu")
+    w = torch.randn(n, n, device="tpu")
+
+    def step():
+        y = x * 1.5 + 0.25
+        y = y.relu() - 0.5
+        y = y * w
+        y = y.sigmoid() + x
+        y = y.tanh() * 0.5
+        y = y.abs() + 1.0
+        return y
+    return step
+
+
+def seed_case(n):
+    a, b, c = (torch.randn(n, n, device="tpu") for _ in range(3))
+
+    def step():
+        with torch.tpu.precision("medium"):
+            return torch.relu(a @ b + c)
+    return step
+
+
+def training_case(model, batch, loss_fn):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, target = batch
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return step
+
+
+def mlp_case(quick):
+    torch.manual_seed(0)
+    d, h, b = (256, 1024, 64) if quick else (1024, 4096, 256)
+    model = nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, d)).to("tpu")
+    batch = (torch.randn(b, d, device="tpu"), torch.randn(b, d, device="tpu"))
+    return training_case(model, batch, nn.functional.mse_loss)
+
+
+def transformer_case(quick):
+    torch.manual_seed(0)
+    d, heads, ff, seq, b = (128, 4, 512, 64, 4) if quick else (512, 8, 2048, 256, 8)
+    model = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True,
+                                       activation="gelu").to("tpu")
+    batch = (torch.randn(b, seq, d, device="tpu"), torch.randn(b, seq, d, device="tpu"))
+    return training_case(model, batch, nn.functional.mse_loss)
+
+
+def in_mode(mode, fn):
+    def run():
+        with torchtpu.eager_mode(mode):
+            fn()
+            common.sync()
+    return run
+
+
+def peak_and_estimate(mode, fn):
+    with torchtpu.eager_mode(mode):
+        fn()  # warm (optimizer state, plan cache)
+        common.sync()
+        torch.tpu.empty_cache()
+        base = torch.tpu.memory_allocated()
+        torch.tpu.reset_peak_memory_stats()
+        torchtpu.metrics.reset()
+        fn()
+        common.sync()
+        est = torchtpu.metrics.estimate()
+        counters = torchtpu.metrics.counters()
+        peak = torch.tpu.max_memory_allocated() - base
+    return peak, est["device_time_s"], counters
+
+
+def capture_cost(reps=300):
+    """Host microseconds per op recorded into a cached region (and per op to flush it)."""
+    x = torch.randn(64, device="tpu")
+    torchtpu.sync()
+
+    def chain():
+        y = x * 1.5 + 0.25
+        y = y.relu() - 0.5
+        y = y * x
+        y = y.sigmoid() + x
+        y = y.tanh() * 0.5
+        return y.abs() + 1.0
+
+    record = flush = 0.0
+    with torchtpu.eager_mode("fused"):
+        for i in range(reps + 20):
+            t0 = time.perf_counter()
+            y = chain()
+            t1 = time.perf_counter()
+            torchtpu.sync()
+            t2 = time.perf_counter()
+            del y
+            if i >= 20:
+                record += t1 - t0
+                flush += t2 - t1
+    ops = 11 * reps
+    return 1e6 * record / ops, 1e6 * flush / ops
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    n = 1024 if args.quick else 4096
+    cases = {
+        "a_elementwise_chain": chain_case(n),
+        "b_relu_matmul_add": seed_case(1024 if args.quick else 4096),
+        "c_mlp_train_step": mlp_case(args.quick),
+        "d_transformer_train_step": transformer_case(args.quick),
+    }
+    rows = []
+    for name, fn in cases.items():
+        times = common.interleaved({m: in_mode(m, fn) for m in MODES}, repeats=args.repeats)
+        row = {"case": name}
+        for m in MODES:
+            peak, est, counters = peak_and_estimate(m, fn)
+            row[m] = {"host_s": common.median(times[m]), "peak_hbm_bytes": peak,
+                      "estimated_tpu_s": est}
+            if m == "fused":
+                row[m]["regions"] = counters.get("defer.regions", 0)
+                row[m]["fused_regions"] = counters.get("defer.fused_regions", 0)
+                row[m]["ops_fused"] = counters.get("defer.ops_fused", 0)
+                row[m]["ops_recorded"] = counters.get("defer.ops_recorded", 0)
+        s, f = row["strict"], row["fused"]
+        row["fused_vs_strict"] = {
+            "host_speedup": s["host_s"] / f["host_s"],
+            "peak_hbm_ratio": f["peak_hbm_bytes"] / max(s["peak_hbm_bytes"], 1),
+            "estimated_tpu_speedup": s["estimated_tpu_s"] / max(f["estimated_tpu_s"], 1e-12),
+        }
+        rows.append(row)
+        r = row["fused_vs_strict"]
+        print(f"{name:28s} host: debug {row['debug']['host_s']*1e3:8.1f} ms  strict "
+              f"{s['host_s']*1e3:8.1f} ms  fused {f['host_s']*1e3:8.1f} ms  "
+              f"fused/strict speed-up {r['host_speedup']:.2f}x | peak HBM fused/strict "
+              f"{r['peak_hbm_ratio']:.2f} ({f['peak_hbm_bytes']/2**20:.1f} / "
+              f"{s['peak_hbm_bytes']/2**20:.1f} MiB) | est. TPU speed-up "
+              f"{r['estimated_tpu_speedup']:.2f}x ({f['estimated_tpu_s']*1e3:.3f} vs "
+              f"{s['estimated_tpu_s']*1e3:.3f} ms) | regions {f.get('regions')}, fused "
+              f"{f.get('fused_regions')} with {f.get('ops_fused')}/{f.get('ops_recorded')} ops")
+    rec, fl = capture_cost()
+    print(f"cached region, per recorded op: record {rec:.1f} us, flush (lookup + run) {fl:.1f} us,"
+          f" total {rec + fl:.1f} us")
+    common.write_json("eager_modes" + ("_quick" if args.quick else ""), {
+        "chip": torch.tpu.get_device_properties().name if hasattr(torch.tpu, "get_device_properties") else "",
+        "rows": rows,
+        "capture_us_per_op": {"record": rec, "flush": fl, "total": rec + fl},
+        "repeats": args.repeats,
+    })
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        labels = [r["case"] for r in rows]
+        for ax, key, title in zip(axes, ("host_s", "peak_hbm_bytes", "estimated_tpu_s"),
+                                  ("host time (measured)", "peak HBM", "TPU time (estimated)")):
+            width = 0.25
+            for k, m in enumerate(MODES):
+                base = [r["strict"][key] or 1 for r in rows]
+                ax.bar([i + (k - 1) * width for i in range(len(rows))],
+                       [r[m][key] / b for r, b in zip(rows, base)], width, label=m)
+            ax.set_xticks(range(len(rows)))
+            ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+            ax.set_title(title + ", relative to strict")
+            ax.legend()
+        return fig
+    common.plot("eager_modes" + ("_quick" if args.quick else ""), draw)
+
+
+if __name__ == "__main__":
+    main()

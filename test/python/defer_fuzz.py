@@ -1,0 +1,181 @@
+"""A randomized differential fuzzer for the eager modes: random programs of element-wise ops,
+reductions, matmuls, views, in-place updates on bases and views, broadcasting, non-contiguous
+inputs and mixed dtypes run on the CPU and on "tpu" in debug, strict and fused eager; every
+value of the program must match the CPU's.
+
+    python test/python/defer_fuzz.py --programs 2000          # the long run
+    python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
+
+test_defer.py runs a fixed-seed subset in CI. A failure prints the seed of the program; every
+failure it ever found is kept as a regression test in test_defer.py (REGRESSION_SEEDS).
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+
+import torch
+import torchtpu
+
+SHAPES = [(8, 16), (16,), (1, 16), (8, 1), (4, 8, 16), (33, 7)]
+UNARY = ["relu", "sigmoid", "tanh", "neg", "abs", "exp_clamped", "sin", "square"]
+BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
+
+
+def gen_program(seed: int, length: int = 12):
+    rng = random.Random(seed)
+    inputs = []
+    for _ in range(rng.randint(2, 4)):
+        shape = rng.choice(SHAPES)
+        inputs.append({"shape": shape, "transposed": len(shape) == 2 and rng.random() < 0.3,
+                       "dtype": "float32"})
+    steps = []
+    n = len(inputs)
+    for _ in range(length):
+        kind = rng.choices(["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace",
+                            "inplace_view", "cast", "read"],
+                           weights=[4, 5, 3, 2, 1, 2, 2, 2, 1, 1])[0]
+        step = {"kind": kind, "a": rng.randrange(n), "b": rng.randrange(n),
+                "op": rng.choice(UNARY if kind == "unary" else BINARY),
+                "s": round(rng.uniform(-2, 2), 3), "r": rng.random()}
+        steps.append(step)
+        if kind not in ("inplace", "inplace_view", "read"):
+            n += 1
+    return inputs, steps
+
+
+def unary(op, x):
+    if op == "exp_clamped":
+        return torch.exp(x.clamp(-5, 5))
+    if op == "square":
+        return x * x
+    return getattr(torch, op)(x)
+
+
+def binary(op, x, y):
+    if op == "where_gt":
+        return torch.where(x > y, x, y * 0.5)
+    if op == "div_safe":
+        return x / (y.abs() + 1.0)
+    return getattr(torch, op)(x, y)
+
+
+def broadcastable(x, y):
+    try:
+        torch.broadcast_shapes(x.shape, y.shape)
+        return True
+    except RuntimeError:
+        return False
+
+
+def run_program(program, device: str, seed: int):
+    inputs, steps = program
+    gen = torch.Generator().manual_seed(seed)
+    pool = []
+    for spec in inputs:
+        shape = spec["shape"]
+        if spec["transposed"]:
+            t = torch.randn(tuple(reversed(shape)), generator=gen).t()
+        else:
+            t = torch.randn(shape, generator=gen)
+        if device != "cpu":
+            t = t.to(device) if not spec["transposed"] else t.t().contiguous().to(device).t()
+        pool.append(t)
+    reads = []
+    for st in steps:
+        x = pool[st["a"] % len(pool)]
+        y = pool[st["b"] % len(pool)]
+        kind = st["kind"]
+        if kind == "unary":
+            pool.append(unary(st["op"], x))
+        elif kind == "binary":
+            pool.append(binary(st["op"], x, y) if broadcastable(x, y) else unary("relu", x))
+        elif kind == "scalar":
+            pool.append(x * st["s"] + (st["s"] / 3))
+        elif kind == "reduce":
+            if x.dim() == 0:
+                pool.append(x + 1)
+            elif st["r"] < 0.4:
+                pool.append(x.sum(dim=-1, keepdim=st["r"] < 0.2))
+            elif st["r"] < 0.7:
+                pool.append(x.amax(dim=0))
+            else:
+                pool.append(x.mean())
+        elif kind == "matmul":
+            if x.dim() == 2:
+                pool.append(x @ x.t().contiguous())
+            else:
+                pool.append(x.flatten().dot(x.flatten()).reshape(1))
+        elif kind == "view":
+            if x.dim() >= 2 and st["r"] < 0.5:
+                pool.append(x.transpose(0, 1))
+            elif x.dim() >= 1 and x.shape[0] > 1:
+                pool.append(x[::2])
+            else:
+                pool.append(x.reshape(-1))
+        elif kind == "inplace":
+            if broadcastable(x, y) and torch.broadcast_shapes(x.shape, y.shape) == x.shape and x is not y:
+                x.add_(y, alpha=st["s"])
+            else:
+                x.mul_(st["s"])
+        elif kind == "inplace_view":
+            if x.dim() >= 1 and x.shape[0] > 1:
+                x[1:].mul_(st["s"]).add_(0.5)  # a view of the base, updated in place
+            else:
+                x.add_(st["s"])
+        elif kind == "cast":
+            pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
+        elif kind == "read":
+            reads.append(float(x.sum().item()))  # a host read in the middle of the program
+    return pool, reads
+
+
+def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False) -> str | None:
+    """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
+    mismatch, or None."""
+    program = gen_program(seed, length)
+    if show:
+        for s in program[1]:
+            print(s)
+    ref, ref_reads = run_program(program, "cpu", seed)
+    for mode in modes:
+        with torchtpu.eager_mode(mode):
+            try:
+                got, reads = run_program(program, "tpu", seed)
+                got = [t.cpu() for t in got]
+            except Exception as e:  # noqa: BLE001 - report, with the seed
+                return f"seed {seed} mode {mode}: raised {type(e).__name__}: {e}"
+        for i, (r, g) in enumerate(zip(ref, got)):
+            if r.shape != g.shape or r.dtype != g.dtype:
+                return f"seed {seed} mode {mode}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
+            # Matmuls run on the simulated MXU ("highest": six bf16 passes, about fp32);
+            # bf16 casts are exact; everything else runs the CPU's kernels.
+            if not torch.allclose(g, r, rtol=1e-4, atol=1e-4, equal_nan=True):
+                err = (g - r).abs().max().item()
+                return f"seed {seed} mode {mode}: value {i} differs from the CPU by {err}"
+        for a, b in zip(ref_reads, reads):
+            if abs(a - b) > 1e-3 * max(1.0, abs(a)):
+                return f"seed {seed} mode {mode}: host read {b} != CPU {a}"
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description="differential fuzzer of the eager modes")
+    parser.add_argument("--programs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--length", type=int, default=12)
+    parser.add_argument("--show", action="store_true")
+    args = parser.parse_args()
+    failures = []
+    for seed in range(args.seed, args.seed + args.programs):
+        err = check(seed, length=args.length, show=args.show)
+        if err:
+            print("FAIL", err, flush=True)
+            failures.append(seed)
+    print(f"{args.programs} programs, {len(failures)} failures: {failures[:50]}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
