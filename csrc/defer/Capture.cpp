@@ -276,6 +276,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   node.capture = capture;
   node.device = device;
   node.location = std::move(location);
+  node.precision = sim::current_precision();  // the matmul precision in force at the op
   node.args.assign(stack->begin() + base, stack->end());
 
   size_t h = c10::hash_combine(s.fingerprint, std::hash<std::string>()(name));

@@ -2,6 +2,7 @@
 // The pending graph of fused eager: pending storages, recorded ops, and the plan of a graph.
 // Internal to defer/.
 #include "aten/Entry.h"
+#include "sim/Mxu.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
@@ -58,6 +59,7 @@ struct Node {
   bool elementwise = false;        // fusable: results have `shape`, operands broadcast to it
   Dims shape;
   std::string location;            // Python location, when recorded
+  sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded
   explicit Node(const c10::OperatorHandle& h) : op(h) {}
 };
 

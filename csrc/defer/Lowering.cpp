@@ -204,26 +204,9 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
                  c10::IntArrayRef(current.shape) == c10::IntArrayRef(node.shape);
     std::unordered_map<int, Access> merged;
     if (node.elementwise) {
-      if (!joins) accesses.clear();
-      merged = accesses;
-      bool ok = true;
-      for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
-        if (key == INT32_MIN) return;
-        const Geometry g = geometry_of(o, node.shape);
-        if (o.written && !non_overlapping(g, node.shape)) ok = false;
-        auto it = merged.find(key);
-        if (it == merged.end()) {
-          merged.emplace(key, Access{g, o.written});
-        } else {
-          if (!(it->second.g == g) && (it->second.written || o.written)) ok = false;
-          it->second.written = it->second.written || o.written;
-        }
-      });
-      if (!ok && joins) {
-        // Start a new run with this op alone.
-        joins = false;
-        merged.clear();
-        ok = true;
+      // Adds the node's accesses to `merged`; false when blocking would be unsafe.
+      auto merge = [&] {
+        bool ok = true;
         for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
           if (key == INT32_MIN) return;
           const Geometry g = geometry_of(o, node.shape);
@@ -236,6 +219,16 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
             it->second.written = it->second.written || o.written;
           }
         });
+        return ok;
+      };
+      if (!joins) accesses.clear();
+      merged = accesses;
+      bool ok = merge();
+      if (!ok && joins) {
+        // Start a new run with this op alone.
+        joins = false;
+        merged.clear();
+        ok = merge();
       }
       if (!ok) {
         close();
@@ -560,9 +553,14 @@ class Executor {
       ++j;
     });
     const c10::DeviceGuard guard(n.device);
+    // The float32 matmul precision in force when the op was recorded.
+    const auto previous = sim::precision_override();
+    sim::set_precision_override(n.precision);
     try {
       n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+      sim::set_precision_override(previous);
     } catch (const c10::Error& e) {
+      sim::set_precision_override(previous);
       TORCH_CHECK(false, n.name, where(n), ", run from the pending graph of fused eager: ",
                   e.what_without_backtrace());
     }

@@ -223,3 +223,14 @@ REGRESSION_SEEDS = []
 @pytest.mark.parametrize("seed", list(range(40)) + REGRESSION_SEEDS)
 def test_fuzzer_programs_match_cpu_in_every_mode(seed):
     assert defer_fuzz.check(seed, length=16) is None
+
+
+def test_matmul_precision_is_the_one_in_force_when_recorded():
+    a = torch.randn(64, 64, device="tpu")
+    torchtpu.sync()
+    with torch.tpu.precision("medium"):
+        c = a @ a  # recorded here; runs at the host read below, outside the context
+    medium = c.cpu()
+    with torchtpu.eager_mode("strict"), torch.tpu.precision("medium"):
+        strict_medium = (a @ a).cpu()
+    torch.testing.assert_close(medium, strict_medium, rtol=0, atol=0)
