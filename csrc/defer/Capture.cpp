@@ -13,6 +13,7 @@
 #include "runtime/Stream.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/hash.h>
 
@@ -375,6 +376,40 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   }
 }
 
+// An element-wise out= op given an empty out tensor (PyTorch's generic kernels of some
+// non-structured ops, such as abs, pass `empty({0})`): the out tensor gets the broadcast shape of
+// the inputs, contiguous, over a pending storage, as the kernel would resize it.
+void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
+                          c10::Device device) {
+  if (!elementwise_name(base_name(schema.operator_name().name))) return;
+  int out_index = -1;
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].isTensor()) continue;
+    const at::Tensor& t = args[i].toTensor();
+    if (schema.arguments()[i].is_out()) {
+      if (out_index >= 0 || !t.defined() || t.numel() != 0 || t.storage().nbytes() != 0 ||
+          !t.device().is_privateuseone()) {
+        return;
+      }
+      out_index = static_cast<int>(i);
+    } else if (t.defined()) {
+      shape = at::infer_size(shape, t.sizes());
+    }
+  }
+  if (out_index < 0) return;
+  const at::Tensor& out = args[out_index].toTensor();
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t j = static_cast<int64_t>(shape.size()) - 2; j >= 0; --j) {
+    strides[j] = strides[j + 1] * std::max<int64_t>(shape[j + 1], 1);
+  }
+  at::Tensor pending = make_pending_tensor(device, shape, strides,
+                                           out.scalar_type(),
+                                           c10::multiply_integers(shape) * out.element_size());
+  out.unsafeGetTensorImpl()->set_storage_keep_dtype(pending.storage());
+  out.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
+}
+
 // Meta results of a new_results op; nullopt (with the reason) when it has no usable meta kernel.
 std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
                                                     const torch::jit::Stack& stack,
@@ -526,6 +561,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
 
   if (capture == Capture::results_are_arguments) {
+    size_elementwise_out(schema, args, *device);
     for (size_t i = 0; i < num_args; ++i) {
       if (!schema.arguments()[i].is_out()) continue;
       const c10::IValue& v = args[i];

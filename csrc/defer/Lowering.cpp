@@ -24,6 +24,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 namespace torchtpu::defer {
@@ -31,8 +32,12 @@ namespace {
 
 using runtime::metrics::count;
 
-// Elements per block of a fused region (the block of every operand stays in L2).
-constexpr int64_t kBlockElements = 32768;
+// Elements per block of a fused region (the block of every operand stays in L2);
+// TORCHTPU_FUSED_BLOCK overrides it (for experiments).
+const int64_t kBlockElements = [] {
+  const char* v = std::getenv("TORCHTPU_FUSED_BLOCK");
+  return v != nullptr ? std::max<int64_t>(1, std::atoll(v)) : int64_t(32768);
+}();
 
 // S-mapped geometry of an operand: its strides for each dimension of the iteration shape
 // (0 where it broadcasts), its offset and dtype. `whole`: a 0-dim operand, passed as it is.
@@ -398,6 +403,39 @@ struct FusedRegion {
   void run() const;
 };
 
+// Runs fn(b0, b1) over [0, blocks) split across ATen's intra-op thread count. (at::parallel_for
+// is an inline OpenMP template that this library, built without OpenMP, would run serially.)
+// The blocks are at most one ATen grain each, so the kernels inside run serially.
+template <typename F>
+void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), blocks);
+  if (threads <= 1 || numel < (int64_t(1) << 16)) {
+    fn(0, blocks);
+    return;
+  }
+  const int64_t per = (blocks + threads - 1) / threads;
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(threads);
+  for (int64_t t = 1; t < threads; ++t) {
+    helpers.emplace_back([&, t] {
+      try {
+        fn(t * per, std::min(blocks, (t + 1) * per));
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  try {
+    fn(0, std::min(blocks, per));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& h : helpers) h.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 void FusedRegion::run() const {
   const int64_t dims = static_cast<int64_t>(shape.size());
   int64_t numel = 1;
@@ -415,7 +453,7 @@ void FusedRegion::run() const {
   const int64_t blocks = dims == 0 ? 1 : outer * chunks;
   const int64_t max_block = dims == 0 ? 1 : chunk * inner;
 
-  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+  parallel_blocks(blocks, numel, [&](int64_t b0, int64_t b1) {
     std::vector<at::Tensor> buffers(slot_dtypes.size());
     for (size_t i = 0; i < slot_dtypes.size(); ++i) {
       buffers[i] = at::empty({max_block}, at::TensorOptions().dtype(slot_dtypes[i]));
@@ -651,6 +689,16 @@ class Executor {
       for (size_t j = 0; j < n.results.size(); ++j) {
         f.results.push_back(
             source_of(n.results[j], keys_.results[i][j], region.shape, fused, slot_of_key));
+      }
+      if (n.name == "aten::relu") {
+        // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
+        // of allocating a new one.
+        static const c10::OperatorHandle clamp_min_out =
+            c10::Dispatcher::singleton().findSchemaOrThrow("aten::clamp_min", "out");
+        f.op = clamp_min_out;
+        f.args = {at::Tensor(), c10::Scalar(0), at::Tensor()};
+        f.operands.push_back(f.results[0]);
+        f.results.clear();
       }
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
       std::string_view base(n.name);

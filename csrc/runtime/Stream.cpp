@@ -2,6 +2,7 @@
 
 #include "runtime/Device.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -87,7 +88,12 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what) {
   if (!impl_->started) {
     // The worker holds its own reference to the state and is detached: streams live for the
     // whole process, and joining threads during static destruction could hang.
-    std::thread([impl = impl_] { impl->run(); }).detach();
+    std::thread([impl = impl_] {
+      // Kernels run here use ATen's intra-op thread pool at its configured size (a new thread
+      // would otherwise run OpenMP regions with its default settings).
+      at::init_num_threads();
+      impl->run();
+    }).detach();
     impl_->started = true;
   }
   impl_->items.push_back({std::move(work), std::move(what)});
