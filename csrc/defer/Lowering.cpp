@@ -16,6 +16,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/hash.h>
 
@@ -125,9 +126,30 @@ bool alive(const PendingStorage& p) {
 
 struct Region {
   bool fused = false;
+  bool matmul_first = false;  // a matmul whose result the element-wise ops after it consume
   std::vector<int> nodes;
   Dims shape;
 };
+
+// A matmul that can lead a fused region: its out= result has a dense layout.
+bool matmul_prologue(const Node& n) {
+  if (n.capture != aten::Capture::results_are_arguments) return false;
+  const std::string_view name(n.name);
+  if (name != "aten::mm.out" && name != "aten::addmm.out" && name != "aten::bmm.out" &&
+      name != "aten::baddbmm.out") {
+    return false;
+  }
+  int written = 0;
+  for (const auto& o : n.operands) written += o.written;
+  return written == 1;
+}
+
+const Operand& written_operand(const Node& n) {
+  for (const auto& o : n.operands) {
+    if (o.written) return o;
+  }
+  TORCH_INTERNAL_ASSERT(false, n.name, " writes nothing");
+}
 
 struct Plan {
   std::vector<char> live;         // per node: not eliminated
@@ -135,6 +157,7 @@ struct Plan {
   std::vector<char> memory;       // per pending key: needs device memory
   std::vector<int> last_region;   // per pending key
   std::vector<int> slot;          // per pending key: block buffer slot in its fused region, or -1
+  std::vector<char> host_buffer;  // per pending key: a matmul result kept in a region buffer
   int fused_ops = 0;
   std::string ir;
 };
@@ -196,7 +219,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
   std::unordered_map<int, Access> accesses;
   auto close = [&] {
     if (current.nodes.empty()) return;
-    if (current.nodes.size() == 1) current.fused = false;
+    if (current.nodes.size() == 1) current.fused = current.matmul_first = false;
     plan->regions.push_back(std::move(current));
     current = Region();
     accesses.clear();
@@ -252,6 +275,22 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
       continue;
     }
     close();
+    if (matmul_prologue(node)) {
+      // A matmul leads a fused region; its inputs are read whole before the epilogue runs, so
+      // only its result takes part in the blocking checks.
+      const Operand& out = written_operand(node);
+      const Geometry g = geometry_of(out, out.sizes);
+      if (non_overlapping(g, out.sizes)) {
+        current.fused = true;
+        current.matmul_first = true;
+        current.shape = out.sizes;
+        current.nodes.push_back(static_cast<int>(i));
+        for (size_t j = 0; j < node.operands.size(); ++j) {
+          if (node.operands[j].written) accesses.emplace(keys.operands[i][j], Access{g, true});
+        }
+        continue;
+      }
+    }
     Region single;
     single.nodes.push_back(static_cast<int>(i));
     plan->regions.push_back(std::move(single));
@@ -274,20 +313,37 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
         } else if (first_region[key] != static_cast<int>(r)) {
           many[key] = 1;
         }
-        if (region.fused && geometry_of(o, region.shape).whole) whole_access[key] = 1;
+        const bool matmul_input = region.matmul_first && i == region.nodes[0] && !o.written;
+        if (region.fused && !matmul_input && geometry_of(o, region.shape).whole) {
+          whole_access[key] = 1;
+        }
         plan->last_region[key] = static_cast<int>(r);
       });
     }
   }
   plan->memory.assign(P, 1);
   plan->slot.assign(P, -1);
+  plan->host_buffer.assign(P, 0);
   std::vector<int> slots_in_region(plan->regions.size(), 0);
   for (size_t k = 0; k < P; ++k) {
     if (first_region[k] < 0) continue;
     const Region& region = plan->regions[first_region[k]];
     if (!alive_keys[k] && !many[k] && region.fused && first_is_write[k] && !whole_access[k]) {
       plan->memory[k] = 0;
-      plan->slot[k] = slots_in_region[first_region[k]]++;
+      bool matmul_result = false;
+      if (region.matmul_first) {
+        const int m = region.nodes[0];
+        for (size_t j = 0; j < nodes[m].operands.size(); ++j) {
+          if (nodes[m].operands[j].written && keys.operands[m][j] == static_cast<int>(k)) {
+            matmul_result = true;
+          }
+        }
+      }
+      if (matmul_result) {
+        plan->host_buffer[k] = 1;  // the whole result, outside HBM (the fused output tiles)
+      } else {
+        plan->slot[k] = slots_in_region[first_region[k]]++;
+      }
     }
   }
 
@@ -301,8 +357,10 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     const Region& region = plan->regions[r];
     if (region.fused) {
       plan->fused_ops += static_cast<int>(region.nodes.size());
-      ir << "  region " << r << ": fused element-wise over " << c10::IntArrayRef(region.shape)
-         << ", " << region.nodes.size() << " ops\n";
+      ir << "  region " << r << ": fused "
+         << (region.matmul_first ? "matmul with element-wise epilogue" : "element-wise")
+         << " over " << c10::IntArrayRef(region.shape) << ", " << region.nodes.size()
+         << " ops\n";
     } else {
       ir << "  region " << r << ": kernel\n";
     }
@@ -312,7 +370,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
         if (j) ir << ", ";
         const int key = keys.operands[i][j];
         ir << (nodes[i].operands[j].written ? "out " : "") << describe(nodes[i].operands[j], key);
-        if (key >= 0 && !plan->memory[key]) ir << " [block]";
+        if (key >= 0 && !plan->memory[key]) ir << (plan->host_buffer[key] ? " [region]" : " [block]");
       }
       ir << ")";
       for (size_t j = 0; j < nodes[i].results.size(); ++j) {
@@ -561,6 +619,15 @@ class Executor {
  private:
   // Device memory of pending key k (materializing the tensors' own storage when alive).
   const c10::Storage& storage(int k) {
+    if (!memory_[k] && plan_.host_buffer[k]) {
+      // A matmul result that only its fused epilogue reads: host memory, not HBM.
+      PendingStorage& p = *keys_.pending[k];
+      c10::DataPtr data = c10::GetCPUAllocator()->allocate(p.nbytes);
+      data.unsafe_set_device(p.device);
+      memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+          c10::StorageImpl::use_byte_size_t(), p.nbytes, std::move(data), nullptr,
+          /*resizable=*/false));
+    }
     if (!memory_[k]) {
       PendingStorage& p = *keys_.pending[k];
       c10::intrusive_ptr<c10::StorageImpl> impl;
@@ -640,7 +707,7 @@ class Executor {
     Source s;
     if (!o.defined()) return s;
     s.g = geometry_of(o, shape);
-    if (key >= 0 && !plan_.memory[key]) {
+    if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
       s.kind = Source::block;
       s.slot = plan_.slot[key];
       if (region->slot_dtypes.size() <= static_cast<size_t>(s.slot)) {
@@ -675,8 +742,27 @@ class Executor {
     std::unordered_map<int, bool> counted;
     int64_t numel = 1;
     for (int64_t s : region.shape) numel *= s;
+    sim::Estimate prologue;
+    double prologue_result_bytes = 0;
     for (int i : region.nodes) {
       Node& n = nodes_[i];
+      if (region.matmul_first && i == region.nodes[0]) {
+        // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
+        // charge joins the region's single launch.
+        sim::RecordCollector collect;
+        replay(i);
+        prologue = collect.total;
+        for (size_t j = 0; j < n.operands.size(); ++j) {
+          const int key = keys_.operands[i][j];
+          if (n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
+            prologue_result_bytes = sim::CostModel::padded_bytes(
+                n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
+          }
+          if (n.operands[j].written) counted[key] = true;  // charged with the matmul
+        }
+        runtime::metrics::count_op(n.name);
+        continue;
+      }
       FusedOp f(n.op);
       f.name = n.name;
       f.location = n.location;
@@ -720,9 +806,22 @@ class Executor {
       runtime::metrics::count_op(n.name);
       fused->ops.push_back(std::move(f));
     }
-    sim::record("defer::fused_region", sim::cost_model().vector(numel, units, bytes));
+    sim::Estimate e = sim::cost_model().vector(numel, units, bytes);
+    if (region.matmul_first) {
+      // One launch: the matmul's MXU time and operand bytes (without writing a result that
+      // stays in the region), the epilogue's VPU time and bytes.
+      const double hbm_bytes = prologue.hbm_bytes - prologue_result_bytes + e.hbm_bytes;
+      e.mxu_s = prologue.mxu_s;
+      e.vpu_s += prologue.vpu_s;
+      e.flops = prologue.flops;
+      e.mxu_flops = prologue.mxu_flops;
+      e.hbm_bytes = hbm_bytes;
+      e.hbm_s = hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+    }
+    sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
     count("defer.fused_regions");
     count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
+    if (region.matmul_first) count("defer.fused_matmul_regions");
     const c10::Device device = nodes_[region.nodes[0]].device;
     aten::launch(device,
                  "fused region of " + std::to_string(region.nodes.size()) + " ops (" +

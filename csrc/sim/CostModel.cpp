@@ -100,7 +100,18 @@ const CostModel& cost_model() {
   return model;
 }
 
+namespace {
+thread_local RecordCollector* tls_collector = nullptr;
+}  // namespace
+
+RecordCollector::RecordCollector() : previous_(tls_collector) { tls_collector = this; }
+RecordCollector::~RecordCollector() { tls_collector = previous_; }
+
 void record(const std::string& op, const Estimate& e) {
+  if (tls_collector != nullptr) {
+    tls_collector->total += e;
+    return;
+  }
   using runtime::metrics::add;
   using runtime::metrics::Category;
   auto ps = [](double s) { return int64_t(std::llround(s * 1e12)); };

@@ -70,7 +70,21 @@ class CostModel {
 // The model of the chip this process simulates.
 const CostModel& cost_model();
 
-// Adds one launch's estimate to torchtpu.metrics (totals and per-op time).
+// Adds one launch's estimate to torchtpu.metrics (totals and per-op time), or, while a
+// RecordCollector is alive on this thread, to that collector (a fused region charges the parts
+// it runs through ordinary kernels as one launch).
 void record(const std::string& op, const Estimate& estimate);
+
+class RecordCollector {
+ public:
+  RecordCollector();
+  ~RecordCollector();
+  RecordCollector(const RecordCollector&) = delete;
+  RecordCollector& operator=(const RecordCollector&) = delete;
+  Estimate total;
+
+ private:
+  RecordCollector* previous_;
+};
 
 }  // namespace torchtpu::sim

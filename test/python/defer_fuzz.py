@@ -138,7 +138,19 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
     if show:
         for s in program[1]:
             print(s)
-    ref, ref_reads = run_program(program, "cpu", seed)
+    try:
+        ref, ref_reads = run_program(program, "cpu", seed)
+    except RuntimeError as cpu_error:
+        # The CPU refuses the program: every mode must refuse it with the same kind of error.
+        for mode in modes:
+            with torchtpu.eager_mode(mode):
+                try:
+                    run_program(program, "tpu", seed)
+                    torchtpu.sync()
+                except type(cpu_error):
+                    continue
+                return f"seed {seed} mode {mode}: ran a program the CPU refuses ({cpu_error})"
+        return None
     for mode in modes:
         with torchtpu.eager_mode(mode):
             try:
