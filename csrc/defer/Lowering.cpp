@@ -23,10 +23,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace torchtpu::defer {
 namespace {
@@ -209,93 +211,121 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     });
   }
 
-  // Regions: runs of element-wise ops over one shape, cut where blocking would be unsafe (a
-  // storage written in the run and accessed with two different geometries).
+  // Regions. An element-wise op joins the latest fused region over its shape when that region
+  // can run it: every op it depends on (the last writer of what it reads, the last writer and
+  // readers of what it writes) runs in that region or before it, and blocking stays safe (no
+  // storage written in the region is accessed with two geometries). Regions run in the order
+  // they were opened, so independent chains interleaved in the program (an optimizer's update
+  // of each parameter, op by op over all parameters) fuse into one region per shape. A matmul
+  // opens a region that its element-wise epilogue can join; every other op is a region of its
+  // own.
   struct Access {
     Geometry g;
     bool written;
   };
-  Region current;
-  std::unordered_map<int, Access> accesses;
-  auto close = [&] {
-    if (current.nodes.empty()) return;
-    if (current.nodes.size() == 1) current.fused = current.matmul_first = false;
-    plan->regions.push_back(std::move(current));
-    current = Region();
-    accesses.clear();
+  std::vector<std::unordered_map<int, Access>> region_access;
+  std::map<std::pair<int, std::vector<int64_t>>, int> open_by_shape;  // (device, shape)
+  std::unordered_map<int, int> last_writer, last_reader;
+  auto deps_of = [&](size_t i) {
+    int deps = -1;
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (key == INT32_MIN) return;
+      if (auto it = last_writer.find(key); it != last_writer.end()) deps = std::max(deps, it->second);
+      if (o.written) {
+        if (auto it = last_reader.find(key); it != last_reader.end()) deps = std::max(deps, it->second);
+      }
+    });
+    return deps;
+  };
+  auto note_accesses = [&](size_t i, int r) {
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (key == INT32_MIN) return;
+      if (o.read || !o.written) last_reader[key] = std::max(last_reader[key], r);
+      if (o.written) last_writer[key] = r;
+    });
+  };
+  // Adds node i's accesses to `merged`; false when blocking would be unsafe.
+  auto merge = [&](size_t i, std::unordered_map<int, Access>& merged) {
+    bool ok = true;
+    const Node& node = nodes[i];
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (key == INT32_MIN) return;
+      const Geometry g = geometry_of(o, node.shape);
+      if (o.written && !non_overlapping(g, node.shape)) ok = false;
+      auto it = merged.find(key);
+      if (it == merged.end()) {
+        merged.emplace(key, Access{g, o.written});
+      } else {
+        if (!(it->second.g == g) && (it->second.written || o.written)) ok = false;
+        it->second.written = it->second.written || o.written;
+      }
+    });
+    return ok;
+  };
+  auto open_region = [&](Region region, std::unordered_map<int, Access> access) {
+    plan->regions.push_back(std::move(region));
+    region_access.push_back(std::move(access));
+    return static_cast<int>(plan->regions.size()) - 1;
   };
   for (size_t i = 0; i < n; ++i) {
     if (!plan->live[i]) continue;
     const Node& node = nodes[i];
-    bool joins = node.elementwise && current.fused && !current.nodes.empty() &&
-                 nodes[current.nodes[0]].device == node.device &&
-                 c10::IntArrayRef(current.shape) == c10::IntArrayRef(node.shape);
-    std::unordered_map<int, Access> merged;
+    const int deps = deps_of(i);
+    int r = -1;
     if (node.elementwise) {
-      // Adds the node's accesses to `merged`; false when blocking would be unsafe.
-      auto merge = [&] {
-        bool ok = true;
-        for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
-          if (key == INT32_MIN) return;
-          const Geometry g = geometry_of(o, node.shape);
-          if (o.written && !non_overlapping(g, node.shape)) ok = false;
-          auto it = merged.find(key);
-          if (it == merged.end()) {
-            merged.emplace(key, Access{g, o.written});
-          } else {
-            if (!(it->second.g == g) && (it->second.written || o.written)) ok = false;
-            it->second.written = it->second.written || o.written;
-          }
-        });
-        return ok;
-      };
-      if (!joins) accesses.clear();
-      merged = accesses;
-      bool ok = merge();
-      if (!ok && joins) {
-        // Start a new run with this op alone.
-        joins = false;
-        merged.clear();
-        ok = merge();
-      }
-      if (!ok) {
-        close();
-        Region single;
-        single.nodes.push_back(static_cast<int>(i));
-        plan->regions.push_back(std::move(single));
-        continue;
-      }
-      if (!joins) {
-        close();
-        current.fused = true;
-        current.shape = node.shape;
-      }
-      current.nodes.push_back(static_cast<int>(i));
-      accesses = std::move(merged);
-      continue;
-    }
-    close();
-    if (matmul_prologue(node)) {
-      // A matmul leads a fused region; its inputs are read whole before the epilogue runs, so
-      // only its result takes part in the blocking checks.
-      const Operand& out = written_operand(node);
-      const Geometry g = geometry_of(out, out.sizes);
-      if (non_overlapping(g, out.sizes)) {
-        current.fused = true;
-        current.matmul_first = true;
-        current.shape = out.sizes;
-        current.nodes.push_back(static_cast<int>(i));
-        for (size_t j = 0; j < node.operands.size(); ++j) {
-          if (node.operands[j].written) accesses.emplace(keys.operands[i][j], Access{g, true});
+      const auto key = std::make_pair(int(node.device.index()),
+                                      std::vector<int64_t>(node.shape.begin(), node.shape.end()));
+      auto it = open_by_shape.find(key);
+      if (it != open_by_shape.end() && deps <= it->second) {
+        auto merged = region_access[it->second];
+        if (merge(i, merged)) {
+          r = it->second;
+          plan->regions[r].nodes.push_back(static_cast<int>(i));
+          region_access[r] = std::move(merged);
         }
-        continue;
       }
+      if (r < 0) {
+        std::unordered_map<int, Access> access;
+        Region region;
+        region.nodes.push_back(static_cast<int>(i));
+        if (merge(i, access)) {
+          region.fused = true;
+          region.shape = node.shape;
+          r = open_region(std::move(region), std::move(access));
+          open_by_shape[key] = r;
+        } else {
+          r = open_region(std::move(region), {});
+        }
+      }
+    } else if (matmul_prologue(node) &&
+               non_overlapping(geometry_of(written_operand(node), written_operand(node).sizes),
+                               written_operand(node).sizes)) {
+      // Only the matmul's result takes part in the blocking checks: its inputs are read whole
+      // before the epilogue runs.
+      const Operand& out = written_operand(node);
+      std::unordered_map<int, Access> access;
+      for (size_t j = 0; j < node.operands.size(); ++j) {
+        if (node.operands[j].written) {
+          access.emplace(keys.operands[i][j], Access{geometry_of(out, out.sizes), true});
+        }
+      }
+      Region region;
+      region.fused = region.matmul_first = true;
+      region.shape = out.sizes;
+      region.nodes.push_back(static_cast<int>(i));
+      r = open_region(std::move(region), std::move(access));
+      open_by_shape[std::make_pair(int(node.device.index()),
+                                   std::vector<int64_t>(out.sizes.begin(), out.sizes.end()))] = r;
+    } else {
+      Region region;
+      region.nodes.push_back(static_cast<int>(i));
+      r = open_region(std::move(region), {});
     }
-    Region single;
-    single.nodes.push_back(static_cast<int>(i));
-    plan->regions.push_back(std::move(single));
+    note_accesses(i, r);
   }
-  close();
+  for (Region& region : plan->regions) {
+    if (region.nodes.size() == 1) region.fused = region.matmul_first = false;
+  }
 
   // Memory: a pending storage needs HBM unless it is dead and lives inside one fused region
   // whose first access to it writes it whole.
@@ -324,7 +354,6 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
   plan->memory.assign(P, 1);
   plan->slot.assign(P, -1);
   plan->host_buffer.assign(P, 0);
-  std::vector<int> slots_in_region(plan->regions.size(), 0);
   for (size_t k = 0; k < P; ++k) {
     if (first_region[k] < 0) continue;
     const Region& region = plan->regions[first_region[k]];
@@ -342,7 +371,35 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
       if (matmul_result) {
         plan->host_buffer[k] = 1;  // the whole result, outside HBM (the fused output tiles)
       } else {
-        plan->slot[k] = slots_in_region[first_region[k]]++;
+        plan->slot[k] = -2;  // a block buffer, assigned below
+      }
+    }
+  }
+  // Block buffers: a buffer is reused once the value in it has had its last use in the
+  // region, so that a long chain works in a few buffers that stay in cache.
+  for (size_t r = 0; r < plan->regions.size(); ++r) {
+    const Region& region = plan->regions[r];
+    if (!region.fused) continue;
+    std::unordered_map<int, size_t> last_use;
+    for (size_t j = 0; j < region.nodes.size(); ++j) {
+      for_each_access(nodes, keys, region.nodes[j], [&](const Operand&, int key) {
+        if (key >= 0 && plan->slot[key] != -1) last_use[key] = j;
+      });
+    }
+    std::vector<int> free_slots;
+    int next = 0;
+    for (size_t j = 0; j < region.nodes.size(); ++j) {
+      for_each_access(nodes, keys, region.nodes[j], [&](const Operand&, int key) {
+        if (key < 0 || plan->slot[key] != -2) return;
+        if (free_slots.empty()) {
+          plan->slot[key] = next++;
+        } else {
+          plan->slot[key] = free_slots.back();
+          free_slots.pop_back();
+        }
+      });
+      for (const auto& [key, last] : last_use) {
+        if (last == j) free_slots.push_back(plan->slot[key]);
       }
     }
   }
@@ -440,6 +497,7 @@ struct Source {
   c10::Storage host;     // mapped: host storage over the device memory
   Geometry g;
   int slot = -1;         // block
+  bool first = false;    // block: the first access of its value in the region (a write)
 };
 
 struct FusedOp {
@@ -455,7 +513,7 @@ struct FusedOp {
 struct FusedRegion {
   Dims shape;
   std::vector<FusedOp> ops;
-  std::vector<c10::ScalarType> slot_dtypes;
+  int slots = 0;  // block buffers per thread
   std::vector<at::Tensor> keep;        // device tensors whose memory the region uses
   std::vector<c10::Storage> keep_storages;
   void run() const;
@@ -512,11 +570,11 @@ void FusedRegion::run() const {
   const int64_t max_block = dims == 0 ? 1 : chunk * inner;
 
   parallel_blocks(blocks, numel, [&](int64_t b0, int64_t b1) {
-    std::vector<at::Tensor> buffers(slot_dtypes.size());
-    for (size_t i = 0; i < slot_dtypes.size(); ++i) {
-      buffers[i] = at::empty({max_block}, at::TensorOptions().dtype(slot_dtypes[i]));
+    std::vector<at::Tensor> buffers(slots);
+    for (int i = 0; i < slots; ++i) {
+      buffers[i] = at::empty({max_block * 8}, at::TensorOptions().dtype(at::kByte));
     }
-    std::vector<at::Tensor> values(slot_dtypes.size());
+    std::vector<at::Tensor> values(slots);
     Dims bsizes, bstrides, contiguous;
     for (int64_t b = b0; b < b1; ++b) {
       // This block: index of the dimensions before d, and a chunk of d.
@@ -558,9 +616,8 @@ void FusedRegion::run() const {
           }
           case Source::block: {
             at::Tensor& v = values[s.slot];
-            if (!v.defined()) {
-              v = host_view(buffers[s.slot].storage(), slot_dtypes[s.slot], 0, bsizes,
-                            contiguous);
+            if (s.first || !v.defined()) {
+              v = host_view(buffers[s.slot].storage(), s.g.dtype, 0, bsizes, contiguous);
             }
             return v;
           }
@@ -710,10 +767,8 @@ class Executor {
     if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
       s.kind = Source::block;
       s.slot = plan_.slot[key];
-      if (region->slot_dtypes.size() <= static_cast<size_t>(s.slot)) {
-        region->slot_dtypes.resize(s.slot + 1, o.dtype);
-      }
-      region->slot_dtypes[s.slot] = o.dtype;
+      s.first = seen_blocks_.insert(key).second;
+      region->slots = std::max(region->slots, s.slot + 1);
       return s;
     }
     if (key == INT32_MIN) {  // a CPU scalar
@@ -735,6 +790,7 @@ class Executor {
 
   void run_fused(const Region& region) {
     auto fused = std::make_shared<FusedRegion>();
+    seen_blocks_.clear();
     fused->shape = region.shape;
     std::vector<int> slot_of_key;
     double units = 0;
@@ -794,6 +850,7 @@ class Executor {
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
       bool foreign = false;
       for (const auto& o : n.operands) {
+        if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
       if (foreign) count("emulated." + n.name);
@@ -834,6 +891,7 @@ class Executor {
   const Plan& plan_;
   const std::vector<char>& alive_;
   std::vector<c10::Storage> memory_;
+  std::unordered_set<int> seen_blocks_;  // block values met so far in the region being built
 };
 
 }  // namespace
