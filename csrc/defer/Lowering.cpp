@@ -8,8 +8,10 @@
 #include "aten/Entry.h"
 #include "aten/Launch.h"
 #include "defer/Defer.h"
+#include "defer/FusedLoop.h"
 #include "defer/Graph.h"
 #include "runtime/Allocator.h"
+#include "runtime/Env.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -507,8 +510,87 @@ struct FusedOp {
   std::vector<Source> operands;
   std::vector<Source> results;
   bool copy = false;
+  // Set when the op runs in the register-level loop (FusedLoop.h): its instruction, whose
+  // operands are the operand indices here (b = -1 for a unary op).
+  std::optional<loop::Instr> simple;
   explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
 };
+
+bool loop_available() {
+#if defined(__x86_64__) && defined(TORCHTPU_FUSED_LOOP)
+  // TORCHTPU_FUSED_LOOP=0 turns it off (every op then runs its ATen kernel per block).
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          runtime::env::get("TORCHTPU_FUSED_LOOP").value_or("1") != "0";
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// A float32 tensor operand the loop can address as contiguous memory in every block.
+bool loop_tensor(const Source& s, c10::IntArrayRef shape) {
+  if (s.g.dtype != c10::kFloat) return false;
+  if (s.kind == Source::block) return true;
+  if (s.kind != Source::mapped || s.g.whole) return false;
+  int64_t expected = 1;
+  for (int64_t j = static_cast<int64_t>(shape.size()) - 1; j >= 0; --j) {
+    if (shape[j] != 1 && s.g.smap[j] != expected) return false;
+    expected *= shape[j];
+  }
+  return true;
+}
+
+bool loop_scalar(const Source& s) {
+  return s.kind == Source::whole && s.tensor.defined() && s.tensor.is_cpu() &&
+         s.tensor.dim() == 0 && !c10::isComplexType(s.tensor.scalar_type()) &&
+         s.tensor.scalar_type() != c10::kBool;
+}
+
+// The loop instruction of an op, when it has one: (op, a, b, out) over operand indices.
+std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef shape,
+                                            const std::unordered_set<int>& not_in_buffer) {
+  if (!loop_available() || f.copy || !f.results.empty()) return std::nullopt;
+  const std::string_view name(f.name);
+  auto tensor_ok = [&](const Source& s) {
+    return loop_tensor(s, shape) && !(s.kind == Source::block && not_in_buffer.count(s.slot));
+  };
+  auto alpha = [&](size_t i) {
+    return f.args.size() > i && f.args[i].isScalar() ? f.args[i].toScalar().toDouble() : 1.0;
+  };
+  const auto& o = f.operands;
+  // out= ops: operands are (inputs..., out).
+  if ((name == "aten::add.out" || name == "aten::sub.out") && o.size() == 3) {
+    const double a = alpha(2);
+    if (a != 1.0 && a != -1.0) return std::nullopt;
+    if (loop_scalar(o[0]) || !tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+    if (!tensor_ok(o[1]) && !loop_scalar(o[1])) return std::nullopt;
+    const bool plus = (name == "aten::add.out") == (a == 1.0);
+    return loop::Instr{plus ? loop::Op::add : loop::Op::sub, 2, 0, 1};
+  }
+  if ((name == "aten::mul.out" || name == "aten::maximum.out" || name == "aten::minimum.out" ||
+       name == "aten::div.out") && o.size() == 3) {
+    if (!tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+    const bool scalar_b = loop_scalar(o[1]);
+    // (ATen divides by a host scalar through its reciprocal: not an exact division.)
+    if (!(tensor_ok(o[1]) || (scalar_b && name == "aten::mul.out"))) return std::nullopt;
+    const loop::Op op = name == "aten::mul.out"       ? loop::Op::mul
+                        : name == "aten::div.out"     ? loop::Op::div
+                        : name == "aten::maximum.out" ? loop::Op::maximum
+                                                      : loop::Op::minimum;
+    return loop::Instr{op, 2, 0, 1};
+  }
+  if ((name == "aten::neg.out" || name == "aten::abs.out") && o.size() == 2) {
+    if (!tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+    return loop::Instr{name == "aten::neg.out" ? loop::Op::neg : loop::Op::abs, 1, 0, -1};
+  }
+  if (name == "aten::clamp_min.out" && o.size() == 2 && f.args.size() == 3 &&
+      f.args[1].isScalar()) {  // clamp_min.out(self, Scalar min, out): relu
+    const double m = f.args[1].toScalar().toDouble();
+    if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+    return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
+  }
+  return std::nullopt;
+}
 
 struct FusedRegion {
   Dims shape;
@@ -575,6 +657,10 @@ void FusedRegion::run() const {
       buffers[i] = at::empty({max_block * 8}, at::TensorOptions().dtype(at::kByte));
     }
     std::vector<at::Tensor> values(slots);
+    std::vector<loop::Instr> instrs;
+    std::vector<float*> ptrs;
+    std::vector<float> scalars;
+    std::vector<char> flags;
     Dims bsizes, bstrides, contiguous;
     for (int64_t b = b0; b < b1; ++b) {
       // This block: index of the dimensions before d, and a chunk of d.
@@ -624,7 +710,58 @@ void FusedRegion::run() const {
         }
         return at::Tensor();
       };
-      for (const FusedOp& f : ops) {
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const FusedOp& f = ops[k];
+        if (f.simple) {
+          // A run of loop instructions, in one pass over the block.
+          size_t end = k;
+          instrs.clear();
+          ptrs.clear();
+          scalars.clear();
+          flags.clear();
+          auto entry = [&](const Source& s) -> int {
+            ptrs.push_back(nullptr);
+            scalars.push_back(0.f);
+            flags.push_back(false);
+            const int e = static_cast<int>(ptrs.size()) - 1;
+            if (s.kind == Source::whole) {
+              flags[e] = true;
+              scalars[e] = s.tensor.item().toFloat();
+            } else if (s.kind == Source::block) {
+              ptrs[e] = static_cast<float*>(buffers[s.slot].data_ptr());
+              values[s.slot] = at::Tensor();  // (written here: views are remade)
+            } else {
+              int64_t offset = s.g.offset;
+              if (dims > 0) {
+                for (int64_t j = 0; j < d; ++j) offset += index[j] * s.g.smap[j];
+                offset += start * s.g.smap[d];
+              }
+              ptrs[e] = static_cast<float*>(s.host.mutable_data()) + offset;
+            }
+            return e;
+          };
+          for (; end < ops.size() && ops[end].simple; ++end) {
+            const FusedOp& g = ops[end];
+            loop::Instr in = *g.simple;
+            in.out = entry(g.operands[in.out]);
+            in.a = entry(g.operands[in.a]);
+            if (in.op == loop::Op::clamp_min) {
+              ptrs.push_back(nullptr);
+              scalars.push_back(static_cast<float>(g.args[1].toScalar().toDouble()));
+              flags.push_back(true);
+              in.b = static_cast<int>(ptrs.size()) - 1;
+            } else if (in.b >= 0) {
+              in.b = entry(g.operands[in.b]);
+            }
+            instrs.push_back(in);
+          }
+          int64_t block_numel = 1;
+          for (int64_t x : bsizes) block_numel *= x;
+          loop::run(instrs.data(), static_cast<int>(instrs.size()), ptrs.data(), scalars.data(),
+                    reinterpret_cast<const bool*>(flags.data()), block_numel);
+          k = end - 1;
+          continue;
+        }
         try {
           torch::jit::Stack stack = f.args;
           size_t i = 0;
@@ -863,6 +1000,17 @@ class Executor {
       runtime::metrics::count_op(n.name);
       fused->ops.push_back(std::move(f));
     }
+    {
+      // Ops the register-level loop can run (FusedLoop.h).
+      std::unordered_set<int> not_in_buffer;  // block slots holding a kernel's new result
+      for (FusedOp& f : fused->ops) {
+        f.simple = loop_instruction(f, region.shape, not_in_buffer);
+        for (const Source& r : f.results) {
+          if (r.kind == Source::block) not_in_buffer.insert(r.slot);
+        }
+        if (f.simple) count("defer.ops_in_loop");
+      }
+    }
     sim::Estimate e = sim::cost_model().vector(numel, units, bytes);
     if (region.matmul_first) {
       // One launch: the matmul's MXU time and operand bytes (without writing a result that
@@ -897,6 +1045,15 @@ class Executor {
 }  // namespace
 
 void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string& reason) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Timer {
+    std::chrono::steady_clock::time_point start;
+    ~Timer() {
+      count("defer.flush_host_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+    }
+  } timer{start};
   const Keys keys = keys_of(nodes);
   std::vector<char> alive_keys(keys.pending.size());
   size_t h = c10::hash_combine(fingerprint, nodes.size());

@@ -45,6 +45,7 @@ Category category_of(const std::string& name) {
   if (name == "op") return Category::op;
   if (name == "fallback") return Category::fallback;
   if (name == "op_time") return Category::op_time;
+  if (name == "host_time") return Category::host_time;
   TORCH_CHECK(name == "counter", "unknown metrics category '", name, "'");
   return Category::counter;
 }

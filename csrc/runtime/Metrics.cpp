@@ -9,7 +9,7 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::array<std::unordered_map<std::string, int64_t>, 4> tables;
+  std::array<std::unordered_map<std::string, int64_t>, 5> tables;
 };
 
 Registry& registry() {

@@ -12,6 +12,7 @@ enum class Category {
   fallback,  // ops executed through the CPU fallback, by aten name
   counter,   // everything else: "transfer.host_to_device_bytes", "allocator.oom", ...
   op_time,   // estimated device time (picoseconds) of the launches of each op, by aten name
+  host_time, // measured host time (nanoseconds) of the work run on stream workers, by name
 };
 
 void add(Category category, const std::string& name, int64_t delta = 1);

@@ -1,6 +1,7 @@
 #include "runtime/Stream.h"
 
 #include "runtime/Device.h"
+#include "runtime/Metrics.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -51,11 +52,16 @@ struct StreamQueue::Impl {
       items.pop_front();
       lock.unlock();
       std::exception_ptr failure;
+      const auto start = std::chrono::steady_clock::now();
       try {
         item.work();
       } catch (...) {
         failure = std::current_exception();
       }
+      metrics::add(metrics::Category::host_time, item.what,
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
       lock.lock();
       finished.push_back(std::move(item.work));
       if (failure && !error) {

@@ -234,3 +234,28 @@ def test_matmul_precision_is_the_one_in_force_when_recorded():
     with torchtpu.eager_mode("strict"), torch.tpu.precision("medium"):
         strict_medium = (a @ a).cpu()
     torch.testing.assert_close(medium, strict_medium, rtol=0, atol=0)
+
+
+def test_fused_loop_is_bit_exact_including_nan_inf_and_signed_zero():
+    x = torch.randn(300, 257)
+    x[0, :6] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-45])
+    w = torch.randn(300, 257)
+    w[1, :3] = torch.tensor([0.0, float("nan"), -0.0])
+
+    def chain(a, b):
+        y = (a * 1.5 + 0.25).relu() - 0.5
+        y = torch.maximum(y * b, a) / (b.abs() + 1.0)
+        y = torch.minimum(-y, b) - a
+        return y.abs() + 1.0
+
+    torchtpu.metrics.reset()
+    got = chain(x.to("tpu"), w.to("tpu")).cpu()
+    if " avx2 " in open("/proc/cpuinfo").read():  # (the loop needs AVX2 + FMA)
+        assert counters().get("defer.ops_in_loop", 0) >= 10  # the register-level loop ran them
+    with torchtpu.eager_mode("strict"):
+        strict = chain(x.to("tpu"), w.to("tpu")).cpu()
+    ref = chain(x, w)
+    assert torch.equal(got.isnan(), ref.isnan())
+    assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(ref))
+    assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(strict))
+    assert torch.equal(torch.signbit(got), torch.signbit(ref))
