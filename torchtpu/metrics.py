@@ -32,6 +32,13 @@ def op_times() -> dict[str, float]:
     return {k: v * 1e-12 for k, v in _C.metrics_snapshot("op_time").items()}
 
 
+def host_times() -> dict[str, float]:
+    """Measured host time (seconds) of the work the stream workers ran, by work name (an op, or
+    "fused region of N ops (...)"). Work run inline (debug eager, host reads, fallbacks) is not
+    in it."""
+    return {k: v * 1e-9 for k, v in _C.metrics_snapshot("host_time").items()}
+
+
 def estimate() -> dict[str, float]:
     """The cost model's estimate for everything launched since the last reset.
 
@@ -143,6 +150,11 @@ def report(limit: int | None = 20) -> str:
         )
         times = op_times()
         for name, t in sorted(times.items(), key=lambda kv: -kv[1])[: limit or len(times)]:
+            lines.append(f"  {t * 1e3:>10.3f} ms  {name}")
+    hosts = host_times()
+    if hosts:
+        lines.append(f"measured host time of stream work: {sum(hosts.values()) * 1e3:.3f} ms")
+        for name, t in sorted(hosts.items(), key=lambda kv: -kv[1])[: limit or len(hosts)]:
             lines.append(f"  {t * 1e3:>10.3f} ms  {name}")
     other = {k: v for k, v in counters().items() if not k.startswith("estimate.")}
     lines.append("counters:")

@@ -20,6 +20,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/ParallelGuard.h>
 #include <c10/util/hash.h>
 
 #include <algorithm>
@@ -601,6 +602,32 @@ struct FusedRegion {
   void run() const;
 };
 
+// OpenMP's per-thread team size, bound weakly to the OpenMP runtime torch loads (this library is
+// not built with OpenMP): each thread running blocks sets its own to 1, so that ATen kernels
+// with a small grain (the VML ones: tanh, exp, ...) do not start nested teams on every block.
+extern "C" {
+void omp_set_num_threads(int) __attribute__((weak));
+int omp_get_max_threads() __attribute__((weak));
+}
+
+class SerialOpenMP {
+ public:
+  SerialOpenMP() {
+    if (omp_set_num_threads != nullptr && omp_get_max_threads != nullptr) {
+      previous_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+  }
+  ~SerialOpenMP() {
+    if (previous_ > 0) omp_set_num_threads(previous_);
+  }
+  SerialOpenMP(const SerialOpenMP&) = delete;
+  SerialOpenMP& operator=(const SerialOpenMP&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // Runs fn(b0, b1) over [0, blocks) split across ATen's intra-op thread count. (at::parallel_for
 // is an inline OpenMP template that this library, built without OpenMP, would run serially.)
 // The blocks are at most one ATen grain each, so the kernels inside run serially.
@@ -652,6 +679,9 @@ void FusedRegion::run() const {
   const int64_t max_block = dims == 0 ? 1 : chunk * inner;
 
   parallel_blocks(blocks, numel, [&](int64_t b0, int64_t b1) {
+    // Kernels run on one block each: no nested intra-op parallelism (it would oversubscribe).
+    const c10::ParallelGuard serial(true);
+    const SerialOpenMP serial_omp;
     std::vector<at::Tensor> buffers(slots);
     for (int i = 0; i < slots; ++i) {
       buffers[i] = at::empty({max_block * 8}, at::TensorOptions().dtype(at::kByte));
