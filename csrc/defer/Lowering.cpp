@@ -822,9 +822,9 @@ void FusedRegion::run() const {
 class Executor {
  public:
   Executor(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
-           const std::vector<char>& alive_keys)
+           const std::vector<char>& alive_keys, bool blocking)
       : nodes_(nodes), keys_(keys), plan_(plan), alive_(alive_keys),
-        memory_(keys.pending.size()) {}
+        memory_(keys.pending.size()), blocking_(blocking) {}
 
   void run() {
     for (size_t r = 0; r < plan_.regions.size(); ++r) {
@@ -835,7 +835,9 @@ class Executor {
         replay(region.nodes[0]);
       }
       for (size_t k = 0; k < memory_.size(); ++k) {
-        if (plan_.last_region[k] == static_cast<int>(r) && !alive_[k]) memory_[k] = c10::Storage();
+        if (plan_.last_region[k] == static_cast<int>(r) && !alive_[k] && memory_[k]) {
+          release(k);
+        }
       }
     }
   }
@@ -859,6 +861,7 @@ class Executor {
       if (impl) {
         memory_[k] = c10::Storage(std::move(impl));
       } else {
+        before_fresh_memory(p.device);
         memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
             c10::StorageImpl::use_byte_size_t(), p.nbytes,
             runtime::allocator().allocate_on(p.device.index(), p.nbytes), &runtime::allocator(),
@@ -866,6 +869,24 @@ class Executor {
       }
     }
     return memory_[k];
+  }
+
+  // A temporary whose last use has been enqueued goes back to the caching allocator once that
+  // work has run. When the graph runs at a point where the host waits anyway (a host read, a
+  // synchronization), the host waits for the device before taking fresh memory while such
+  // temporaries are pending, so that the graph's peak is its live memory, not everything the
+  // host issued ahead of the device. (Elsewhere it runs ahead, as strict eager does.)
+  void release(int k) {
+    memory_[k] = c10::Storage();
+    released_ = true;
+  }
+
+  void before_fresh_memory(c10::Device device) {
+    if (blocking_ && released_) {
+      aten::wait_for_device(device);
+      released_ = false;
+      count("defer.memory_waits");
+    }
   }
 
   at::Tensor tensor_of(const Operand& o, int key) {
@@ -1070,6 +1091,8 @@ class Executor {
   const std::vector<char>& alive_;
   std::vector<c10::Storage> memory_;
   std::unordered_set<int> seen_blocks_;  // block values met so far in the region being built
+  bool blocking_ = false;  // the host waits after this graph anyway
+  bool released_ = false;  // temporaries released since the last wait
 };
 
 }  // namespace
@@ -1122,7 +1145,10 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string&
   int64_t eliminated = 0;
   for (char l : plan->live) eliminated += !l;
   if (eliminated) count("defer.ops_eliminated", eliminated);
-  Executor(nodes, keys, *plan, alive_keys).run();
+  const bool blocking = reason == "host read" || reason == "explicit sync" ||
+                        reason == "device synchronize" || reason == "stream synchronize" ||
+                        reason == "mode switch";
+  Executor(nodes, keys, *plan, alive_keys, blocking).run();
 }
 
 void set_dump_path(const std::string& path) {
