@@ -944,6 +944,14 @@ class Executor {
       return;
     }
     count("defer.result_copies");
+    if (real.scalar_type() != o.dtype || real.sizes() != c10::IntArrayRef(o.sizes)) {
+      // The op's meta kernel (which sized the recorded result) disagrees with the kernel.
+      count("defer.meta_mismatches");
+      TORCH_WARN_ONCE("fused eager: the meta kernel of ", nodes_[0].name.empty() ? "" : "an op",
+                      " gave ", c10::toString(o.dtype), c10::IntArrayRef(o.sizes),
+                      " where the kernel returned ", c10::toString(real.scalar_type()),
+                      real.sizes(), "; the result is converted (please report it)");
+    }
     device_view(storage(k), o).copy_(real);
   }
 

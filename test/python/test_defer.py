@@ -259,3 +259,18 @@ def test_fused_loop_is_bit_exact_including_nan_inf_and_signed_zero():
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(ref))
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(strict))
     assert torch.equal(torch.signbit(got), torch.signbit(ref))
+
+
+def test_bfloat16_layer_norm_backward_runs_from_the_graph():
+    # Regression: the meta kernel gives float32 statistics for bf16 inputs, the CPU kernel bf16;
+    # recorded with the meta's dtype, the backward refused them.
+    torch.manual_seed(0)
+    x = torch.randn(4, 16, dtype=torch.bfloat16)
+    grads = {}
+    for mode in ("strict", "fused"):
+        with torchtpu.eager_mode(mode):
+            norm = torch.nn.LayerNorm(16).to("tpu", torch.bfloat16)
+            xt = x.to("tpu").requires_grad_()
+            norm(xt).float().square().sum().backward()
+            grads[mode] = xt.grad.cpu()
+    torch.testing.assert_close(grads["fused"], grads["strict"], rtol=0, atol=0)
