@@ -1,6 +1,6 @@
 """Writes docs/coverage.md from the JSON lines the OpInfo sweep records.
 
-    python tools/coverage_report.py build/opinfo.jsonl [--out docs/coverage.md]
+    python tools/coverage_report.py build/opinfo_strict.jsonl [--fused build/opinfo_fused.jsonl] [--out docs/coverage.md]
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def main() -> None:
     p.add_argument("report")
     p.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "coverage.md"))
     p.add_argument("--command", default="bash scripts/opinfo_sweep.sh")
+    p.add_argument("--fused", help="the same sweep's records in fused eager")
     args = p.parse_args()
     rows = [json.loads(line) for line in open(args.report) if line.strip()]
     by_dtype = collections.defaultdict(lambda: collections.Counter())
@@ -76,8 +77,45 @@ def main() -> None:
             reason = XFAIL.get((r["op"], r["variant"], r["dtype"]), "")
             outcome = r["outcome"].replace("|", "\\|")
             lines.append(f"| {r['op']} | {r['variant']} | {r['dtype']} | {outcome} | {reason} |")
+    if args.fused:
+        lines += fused_section(args.fused)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}: {passed}/{total} passed")
+
+
+def fused_section(report: str) -> list[str]:
+    rows = [json.loads(line) for line in open(report) if line.strip()]
+    by_dtype = collections.defaultdict(lambda: collections.Counter())
+    failures = []
+    for r in rows:
+        passed = r["outcome"] == "pass"
+        xfail = (r["op"], r["variant"], r["dtype"]) in XFAIL
+        by_dtype[r["dtype"]]["pass" if passed else ("xfail" if xfail else "fail")] += 1
+        if not passed:
+            failures.append(r)
+    total = len(rows)
+    passed = sum(c["pass"] for c in by_dtype.values())
+    lines = ["", "## Fused eager (DeferAndFuse)", "",
+             "The same sweep with `TORCHTPU_EAGER_MODE=fused` (each sample's ops recorded, then run "
+             "from the pending graph at the host read).", "",
+             f"- compared: **{total}**; passed: **{passed}** ({100.0 * passed / max(total, 1):.1f}%)",
+             "", "| dtype | compared | passed | expected failures | failed | pass rate |",
+             "|---|---|---|---|---|---|"]
+    for dtype in sorted(by_dtype):
+        c = by_dtype[dtype]
+        n = sum(c.values())
+        lines.append(f"| {dtype} | {n} | {c['pass']} | {c['xfail']} | {c['fail']} | "
+                     f"{100.0 * c['pass'] / max(n, 1):.1f}% |")
+    lines += ["", "Failures in fused eager:", ""]
+    if not failures:
+        lines.append("None.")
+    else:
+        lines += ["| OpInfo | variant | dtype | outcome | expected (reason) |", "|---|---|---|---|---|"]
+        for r in sorted(failures, key=lambda r: (r["op"], r["variant"], r["dtype"])):
+            reason = XFAIL.get((r["op"], r["variant"], r["dtype"]), "")
+            outcome = r["outcome"].replace("|", "\\|")[:300]
+            lines.append(f"| {r['op']} | {r['variant']} | {r['dtype']} | {outcome} | {reason} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/hash.h>
 
@@ -423,7 +425,33 @@ std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& o
                                        std::nullopt, std::nullopt);
   });
   try {
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+    const std::string_view name = schema.name();
+    if (name == "aten::convolution_overrideable") {
+      // (Its own meta kernel only says "not implemented": the output of the generic
+      // convolution on meta tensors is the same.)
+      at::Tensor out = at::convolution(meta[0].toTensor(), meta[1].toTensor(),
+                                       meta[2].toOptional<at::Tensor>(), meta[3].toIntVector(),
+                                       meta[4].toIntVector(), meta[5].toIntVector(),
+                                       meta[6].toBool(), meta[7].toIntVector(), meta[8].toInt());
+      meta.clear();
+      meta.emplace_back(std::move(out));
+    } else if (name == "aten::convolution_backward_overrideable") {
+      const at::Tensor& w = meta[2].toTensor();
+      const bool transposed = meta[6].toBool();
+      const int64_t groups = meta[8].toInt();
+      const std::vector<int64_t> bias_sizes{transposed ? w.size(1) * groups : w.size(0)};
+      const auto mask = meta[9].to<std::vector<bool>>();
+      auto [gi, gw, gb] = at::convolution_backward(
+          meta[0].toTensor(), meta[1].toTensor(), w, bias_sizes, meta[3].toIntVector(),
+          meta[4].toIntVector(), meta[5].toIntVector(), transposed, meta[7].toIntVector(), groups,
+          {mask[0], mask[1], mask[2]});
+      meta.clear();
+      meta.emplace_back(std::move(gi));
+      meta.emplace_back(std::move(gw));
+      meta.emplace_back(std::move(gb));
+    } else {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+    }
   } catch (const std::exception& e) {
     *why = e.what();
     return std::nullopt;

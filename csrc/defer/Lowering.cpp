@@ -133,6 +133,7 @@ bool alive(const PendingStorage& p) {
 struct Region {
   bool fused = false;
   bool matmul_first = false;  // a matmul whose result the element-wise ops after it consume
+  bool reduction_last = false;  // a reduction of a value the element-wise ops before it make
   std::vector<int> nodes;
   Dims shape;
 };
@@ -148,6 +149,23 @@ bool matmul_prologue(const Node& n) {
   int written = 0;
   for (const auto& o : n.operands) written += o.written;
   return written == 1;
+}
+
+// A reduction that can end a fused region: it reads one tensor (the value the region makes).
+bool reduction_epilogue(const Node& n) {
+  if (n.capture != aten::Capture::results_are_arguments) return false;
+  const std::string_view name(n.name);
+  if (name != "aten::sum.IntList_out" && name != "aten::mean.out" && name != "aten::amax.out" &&
+      name != "aten::amin.out" && name != "aten::prod.int_out") {
+    return false;
+  }
+  int inputs = 0, written = 0;
+  for (const auto& o : n.operands) {
+    if (!o.defined()) continue;
+    written += o.written;
+    inputs += !o.written;
+  }
+  return inputs == 1 && written == 1;
 }
 
 const Operand& written_operand(const Node& n) {
@@ -301,6 +319,29 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
           r = open_region(std::move(region), {});
         }
       }
+    } else if (reduction_epilogue(node)) {
+      // A reduction joins the open fused region that made its input (which then stays in a
+      // region buffer, out of HBM); nothing joins that region after it.
+      size_t in = 0;
+      while (node.operands[in].written || !node.operands[in].defined()) ++in;
+      const int key = keys.operands[i][in];
+      const auto shape_key = std::make_pair(
+          int(node.device.index()),
+          std::vector<int64_t>(node.operands[in].sizes.begin(), node.operands[in].sizes.end()));
+      auto it = open_by_shape.find(shape_key);
+      auto writer = last_writer.find(key);
+      if (key >= 0 && it != open_by_shape.end() && writer != last_writer.end() &&
+          writer->second == it->second && deps <= it->second &&
+          !plan->regions[it->second].matmul_first) {
+        r = it->second;
+        plan->regions[r].nodes.push_back(static_cast<int>(i));
+        plan->regions[r].reduction_last = true;
+        open_by_shape.erase(it);
+      } else {
+        Region region;
+        region.nodes.push_back(static_cast<int>(i));
+        r = open_region(std::move(region), {});
+      }
     } else if (matmul_prologue(node) &&
                non_overlapping(geometry_of(written_operand(node), written_operand(node).sizes),
                                written_operand(node).sizes)) {
@@ -328,7 +369,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     note_accesses(i, r);
   }
   for (Region& region : plan->regions) {
-    if (region.nodes.size() == 1) region.fused = region.matmul_first = false;
+    if (region.nodes.size() == 1) region.fused = region.matmul_first = region.reduction_last = false;
   }
 
   // Memory: a pending storage needs HBM unless it is dead and lives inside one fused region
@@ -372,8 +413,19 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
           }
         }
       }
-      if (matmul_result) {
-        plan->host_buffer[k] = 1;  // the whole result, outside HBM (the fused output tiles)
+      bool reduced = false;  // the input of the region's final reduction
+      if (region.reduction_last) {
+        const int m = region.nodes.back();
+        for (size_t j = 0; j < nodes[m].operands.size(); ++j) {
+          if (keys.operands[m][j] == static_cast<int>(k)) {
+            reduced = !nodes[m].operands[j].written;
+            if (nodes[m].operands[j].written) plan->memory[k] = 1;  // its result
+          }
+        }
+        if (plan->memory[k]) continue;
+      }
+      if (matmul_result || reduced) {
+        plan->host_buffer[k] = 1;  // the whole value, outside HBM (the fused output tiles)
       } else {
         plan->slot[k] = -2;  // a block buffer, assigned below
       }
@@ -998,6 +1050,7 @@ class Executor {
     double prologue_result_bytes = 0;
     for (int i : region.nodes) {
       Node& n = nodes_[i];
+      if (region.reduction_last && i == region.nodes.back()) continue;  // after the launch
       if (region.matmul_first && i == region.nodes[0]) {
         // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
         // charge joins the region's single launch.
@@ -1082,15 +1135,35 @@ class Executor {
       e.hbm_bytes = hbm_bytes;
       e.hbm_s = hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
     }
-    sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
-    count("defer.fused_regions");
-    count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
-    if (region.matmul_first) count("defer.fused_matmul_regions");
     const c10::Device device = nodes_[region.nodes[0]].device;
     aten::launch(device,
                  "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
                      nodes_[region.nodes[0]].name + ", ...)",
                  [fused] { fused->run(); }, {});
+    if (region.reduction_last) {
+      // The reduction runs through its kernel after the element-wise work, reading the value
+      // from the region buffer; its charge joins the region's single launch.
+      const int last = region.nodes.back();
+      sim::RecordCollector collect;
+      replay(last);
+      const Node& n = nodes_[last];
+      double input_bytes = 0;
+      for (size_t j = 0; j < n.operands.size(); ++j) {
+        const int key = keys_.operands[last][j];
+        if (!n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
+          input_bytes = sim::CostModel::padded_bytes(
+              n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
+        }
+      }
+      e.vpu_s += collect.total.vpu_s;
+      e.hbm_bytes += collect.total.hbm_bytes - input_bytes;
+      e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+      count("defer.fused_reduction_regions");
+    }
+    sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
+    count("defer.fused_regions");
+    count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
+    if (region.matmul_first) count("defer.fused_matmul_regions");
   }
 
   std::vector<Node>& nodes_;

@@ -274,3 +274,19 @@ def test_bfloat16_layer_norm_backward_runs_from_the_graph():
             norm(xt).float().square().sum().backward()
             grads[mode] = xt.grad.cpu()
     torch.testing.assert_close(grads["fused"], grads["strict"], rtol=0, atol=0)
+
+
+def test_a_reduction_fuses_its_element_wise_producers():
+    x = torch.randn(512, 1024)
+    a = x.to("tpu")
+    torchtpu.sync()
+    torch.tpu.reset_peak_memory_stats()
+    base = torch.tpu.memory_allocated()
+    torchtpu.metrics.reset()
+    s = ((a * 2 + 1).relu() * a).sum(dim=1)  # the 2 MiB intermediates never reach HBM
+    torchtpu.sync()
+    assert counters().get("defer.fused_reduction_regions", 0) == 1
+    assert torch.tpu.max_memory_allocated() - base < (1 << 20)
+    torch.testing.assert_close(s.cpu(), ((x * 2 + 1).relu() * x).sum(dim=1))
+    m = (a - 0.5).abs().amax(dim=0)
+    torch.testing.assert_close(m.cpu(), (x - 0.5).abs().amax(dim=0), rtol=0, atol=0)
