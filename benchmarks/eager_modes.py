@@ -1,6 +1,7 @@
 """Fused eager (DeferAndFuse) against strict and debug eager, side by side in one run.
 
-Cases (issue #4): (a) a chain of ten element-wise ops on 4096^2 float32, (b) relu(A @ B + C)
+Cases (issue #4): (a) a chain of element-wise ops (11: arithmetic with scalars and tensors,
+relu, sigmoid, tanh, abs) on 4096^2 float32, (b) relu(A @ B + C)
 at 4096^2 (float32 at "medium" precision: one bf16 MXU pass), (c) an MLP training step,
 (d) a transformer block training step with AdamW. For each case and mode: host time per
 iteration (measured, interleaved across modes, median), peak HBM above the inputs
