@@ -25,19 +25,19 @@ import common
 MODES = ("debug", "strict", "fused")
 
 
+def chain(x, w):
+    y = x * 1.5 + 0.25
+    y = y.relu() - 0.5
+    y = y * w
+    y = y.sigmoid() + x
+    y = y.tanh() * 0.5
+    return y.abs() + 1.0
+
+
 def chain_case(n):
     x = torch.randn(n, n, device="tpu")
     w = torch.randn(n, n, device="tpu")
-
-    def step():
-        y = x * 1.5 + 0.25
-        y = y.relu() - 0.5
-        y = y * w
-        y = y.sigmoid() + x
-        y = y.tanh() * 0.5
-        y = y.abs() + 1.0
-        return y
-    return step
+    return lambda: chain(x, w)
 
 
 def seed_case(n):
@@ -110,19 +110,11 @@ def capture_cost(reps=300):
     x = torch.randn(64, device="tpu")
     torchtpu.sync()
 
-    def chain():
-        y = x * 1.5 + 0.25
-        y = y.relu() - 0.5
-        y = y * x
-        y = y.sigmoid() + x
-        y = y.tanh() * 0.5
-        return y.abs() + 1.0
-
     record = flush = 0.0
     with torchtpu.eager_mode("fused"):
         for i in range(reps + 20):
             t0 = time.perf_counter()
-            y = chain()
+            y = chain(x, x)
             t1 = time.perf_counter()
             torchtpu.sync()
             t2 = time.perf_counter()

@@ -59,28 +59,38 @@ def main() -> None:
         "| dtype | compared | passed | expected failures | failed | pass rate |",
         "|---|---|---|---|---|---|",
     ]
-    for dtype in sorted(by_dtype):
-        c = by_dtype[dtype]
-        n = sum(c.values())
-        lines.append(f"| {dtype} | {n} | {c['pass']} | {c['xfail']} | {c['fail']} | "
-                     f"{100.0 * c['pass'] / max(n, 1):.1f}% |")
+    lines += dtype_rows(by_dtype)
     lines += ["", "## Fallbacks, ranked by how many OpInfo entries hit them", "",
               "| aten op | entries |", "|---|---|"]
     for name, count in fallback_hits.most_common():
         lines.append(f"| `{name}` | {count} |")
     lines += ["", "## Failures", ""]
-    if not failures:
-        lines.append("None.")
-    else:
-        lines += ["| OpInfo | variant | dtype | outcome | expected (reason) |", "|---|---|---|---|---|"]
-        for r in sorted(failures, key=lambda r: (r["op"], r["variant"], r["dtype"])):
-            reason = XFAIL.get((r["op"], r["variant"], r["dtype"]), "")
-            outcome = r["outcome"].replace("|", "\\|")
-            lines.append(f"| {r['op']} | {r['variant']} | {r['dtype']} | {outcome} | {reason} |")
+    lines += failure_rows(failures)
     if args.fused:
         lines += fused_section(args.fused)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}: {passed}/{total} passed")
+
+
+def dtype_rows(by_dtype) -> list[str]:
+    rows = []
+    for dtype in sorted(by_dtype):
+        c = by_dtype[dtype]
+        n = sum(c.values())
+        rows.append(f"| {dtype} | {n} | {c['pass']} | {c['xfail']} | {c['fail']} | "
+                    f"{100.0 * c['pass'] / max(n, 1):.1f}% |")
+    return rows
+
+
+def failure_rows(failures) -> list[str]:
+    if not failures:
+        return ["None."]
+    rows = ["| OpInfo | variant | dtype | outcome | expected (reason) |", "|---|---|---|---|---|"]
+    for r in sorted(failures, key=lambda r: (r["op"], r["variant"], r["dtype"])):
+        reason = XFAIL.get((r["op"], r["variant"], r["dtype"]), "")
+        outcome = r["outcome"].replace("|", "\\|")[:300]
+        rows.append(f"| {r['op']} | {r['variant']} | {r['dtype']} | {outcome} | {reason} |")
+    return rows
 
 
 def fused_section(report: str) -> list[str]:
@@ -101,20 +111,9 @@ def fused_section(report: str) -> list[str]:
              f"- compared: **{total}**; passed: **{passed}** ({100.0 * passed / max(total, 1):.1f}%)",
              "", "| dtype | compared | passed | expected failures | failed | pass rate |",
              "|---|---|---|---|---|---|"]
-    for dtype in sorted(by_dtype):
-        c = by_dtype[dtype]
-        n = sum(c.values())
-        lines.append(f"| {dtype} | {n} | {c['pass']} | {c['xfail']} | {c['fail']} | "
-                     f"{100.0 * c['pass'] / max(n, 1):.1f}% |")
+    lines += dtype_rows(by_dtype)
     lines += ["", "Failures in fused eager:", ""]
-    if not failures:
-        lines.append("None.")
-    else:
-        lines += ["| OpInfo | variant | dtype | outcome | expected (reason) |", "|---|---|---|---|---|"]
-        for r in sorted(failures, key=lambda r: (r["op"], r["variant"], r["dtype"])):
-            reason = XFAIL.get((r["op"], r["variant"], r["dtype"]), "")
-            outcome = r["outcome"].replace("|", "\\|")[:300]
-            lines.append(f"| {r['op']} | {r['variant']} | {r['dtype']} | {outcome} | {reason} |")
+    lines += failure_rows(failures)
     return lines
 
 

@@ -1,6 +1,8 @@
 // The public C++ API (include/torchtpu/torchtpu.h) over the runtime.
 #include <torchtpu/torchtpu.h>
 
+#include "defer/Defer.h"
+#include "runtime/Mode.h"
 #include "runtime/Allocator.h"
 #include "runtime/ChipSpec.h"
 #include "runtime/Device.h"
@@ -56,6 +58,14 @@ void synchronize(int device) {
   runtime::synchronize_device(device < 0 ? runtime::current_device()
                                          : static_cast<c10::DeviceIndex>(device));
 }
+
+void set_eager_mode(const std::string& mode) {
+  const auto next = runtime::eager_mode_from_name(mode);
+  if (next != runtime::EagerMode::fused) defer::materialize_all("mode switch");
+  runtime::set_eager_mode(next);
+}
+
+std::string eager_mode() { return runtime::name(runtime::eager_mode()); }
 
 std::map<std::string, int64_t> native_op_counts() {
   return runtime::metrics::snapshot(runtime::metrics::Category::op);

@@ -23,8 +23,14 @@ int device_count();
 std::string chip_name();
 int64_t hbm_capacity_bytes();
 
-// Waits for all work queued on a device (-1: the current device).
+// Waits for all work queued on a device (-1: the current device); in fused eager, runs the
+// pending graph first.
 void synchronize(int device = -1);
+
+// The eager mode: "strict" (default), "debug" or "fused" (DeferAndFuse; docs/eager-modes.md).
+// Leaving fused eager runs everything it recorded. TORCHTPU_EAGER_MODE sets the initial mode.
+void set_eager_mode(const std::string& mode);
+std::string eager_mode();
 
 // Counters of torchtpu.metrics: native ops, CPU fallbacks, and other counters, by name.
 std::map<std::string, int64_t> native_op_counts();
