@@ -913,7 +913,7 @@ class Executor {
       if (impl) {
         memory_[k] = c10::Storage(std::move(impl));
       } else {
-        before_fresh_memory(p.device);
+        before_fresh_memory(p.device, p.nbytes);
         memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
             c10::StorageImpl::use_byte_size_t(), p.nbytes,
             runtime::allocator().allocate_on(p.device.index(), p.nbytes), &runtime::allocator(),
@@ -929,14 +929,15 @@ class Executor {
   // temporaries are pending, so that the graph's peak is its live memory, not everything the
   // host issued ahead of the device. (Elsewhere it runs ahead, as strict eager does.)
   void release(int k) {
+    released_ += memory_[k].nbytes();
     memory_[k] = c10::Storage();
-    released_ = true;
   }
 
-  void before_fresh_memory(c10::Device device) {
-    if (blocking_ && released_) {
+  // (Waiting is worth it when the released memory could serve this request and is not small.)
+  void before_fresh_memory(c10::Device device, size_t nbytes) {
+    if (blocking_ && released_ >= std::max<size_t>(nbytes, size_t(1) << 20)) {
       aten::wait_for_device(device);
-      released_ = false;
+      released_ = 0;
       count("defer.memory_waits");
     }
   }
@@ -1173,7 +1174,7 @@ class Executor {
   std::vector<c10::Storage> memory_;
   std::unordered_set<int> seen_blocks_;  // block values met so far in the region being built
   bool blocking_ = false;  // the host waits after this graph anyway
-  bool released_ = false;  // temporaries released since the last wait
+  size_t released_ = 0;  // bytes of temporaries released since the last wait
 };
 
 }  // namespace
