@@ -138,8 +138,14 @@ struct Region {
   Dims shape;
 };
 
-// A matmul that can lead a fused region: its out= result has a dense layout.
+bool is_convolution(const Node& n) {
+  return n.capture == aten::Capture::new_results && n.name == "aten::convolution_overrideable" &&
+         n.results.size() == 1 && n.results[0].defined();
+}
+
+// A matmul or convolution that can lead a fused region (its result has a dense layout).
 bool matmul_prologue(const Node& n) {
+  if (is_convolution(n)) return true;
   if (n.capture != aten::Capture::results_are_arguments) return false;
   const std::string_view name(n.name);
   if (name != "aten::mm.out" && name != "aten::addmm.out" && name != "aten::bmm.out" &&
@@ -169,6 +175,7 @@ bool reduction_epilogue(const Node& n) {
 }
 
 const Operand& written_operand(const Node& n) {
+  if (is_convolution(n)) return n.results[0];
   for (const auto& o : n.operands) {
     if (o.written) return o;
   }
@@ -354,6 +361,9 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
           access.emplace(keys.operands[i][j], Access{geometry_of(out, out.sizes), true});
         }
       }
+      if (is_convolution(node)) {
+        access.emplace(keys.results[i][0], Access{geometry_of(out, out.sizes), true});
+      }
       Region region;
       region.fused = region.matmul_first = true;
       region.shape = out.sizes;
@@ -405,6 +415,12 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     if (!alive_keys[k] && !many[k] && region.fused && first_is_write[k] && !whole_access[k]) {
       plan->memory[k] = 0;
       bool matmul_result = false;
+      if (region.matmul_first && is_convolution(nodes[region.nodes[0]]) &&
+          keys.results[region.nodes[0]][0] == static_cast<int>(k)) {
+        // A convolution's result is the new tensor its kernel returns, in device memory.
+        plan->memory[k] = 1;
+        continue;
+      }
       if (region.matmul_first) {
         const int m = region.nodes[0];
         for (size_t j = 0; j < nodes[m].operands.size(); ++j) {
