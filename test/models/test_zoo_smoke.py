@@ -1,6 +1,7 @@
 """The CI tier of the model-zoo sweep: three architectures (a dense causal LM, an encoder, a
 mixture-of-experts causal LM) through the same steps as `python test/models/zoo.py`, each in
-its own subprocess."""
+its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE); and a tiny model saved to a
+folder and loaded with `from_pretrained(folder, device_map="tpu")` through accelerate."""
 import json
 import subprocess
 import sys
@@ -20,3 +21,28 @@ def test_model_matches_cpu(model_type, causal):
     row = json.loads(lines[-1])
     assert row["status"] == "pass", row
     assert not row.get("fallbacks"), row  # the whole run is native
+
+
+FROM_PRETRAINED = """
+import tempfile, torch, torchtpu, transformers
+cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                               max_position_embeddings=64)
+torch.manual_seed(0)
+model = transformers.LlamaForCausalLM(cfg).eval()
+ids = torch.randint(0, 64, (1, 8))
+with tempfile.TemporaryDirectory() as folder:
+    model.save_pretrained(folder)
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(folder, device_map="tpu")
+    assert {p.device.type for p in loaded.parameters()} == {"tpu"}, "not all on tpu"
+    out = loaded(ids.to("tpu")).logits.cpu()
+torch.testing.assert_close(out, model(ids).logits, rtol=1e-5, atol=1e-5)
+print("ok")
+"""
+
+
+def test_from_pretrained_with_device_map_tpu():
+    pytest.importorskip("accelerate")  # installed by scripts/setup.sh
+    proc = subprocess.run([sys.executable, "-c", FROM_PRETRAINED], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]

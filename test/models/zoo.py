@@ -11,12 +11,14 @@ Every model is classified: pass, backend bug (tpu fails or differs where the CPU
 harness limitation (the CPU side could not build or run it: the reason is recorded).
 
     python test/models/zoo.py [--limit N] [--mode strict|debug] [--out build/zoo.jsonl]
-then python test/models/zoo.py --report build/zoo.jsonl  (writes docs/models.md)
+then python test/models/zoo.py --report build/zoo.jsonl [--fused build/zoo_fused.jsonl]
+(writes docs/models.md; the fused records come from a run with --mode fused)
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -190,7 +192,7 @@ def sweep(args) -> None:
     print(counts)
 
 
-def report(path: str) -> None:
+def report(path: str, fused: str | None = None) -> None:
     rows = [json.loads(l) for l in open(path) if l.strip()]
     built = [r for r in rows if r["status"] != "harness"]
     passed = [r for r in rows if r["status"] == "pass"]
@@ -212,24 +214,45 @@ def report(path: str) -> None:
               "## Harness limitations", "", "| model type | reason |", "|---|---|"]
     for r in harness:
         lines.append(f"| {r['model_type']} | {r['reason'][:200].replace('|', '/')} |")
+    if fused:
+        lines += fused_section(rows, [json.loads(l) for l in open(fused) if l.strip()])
     Path(ROOT / "docs" / "models.md").write_text("\n".join(lines) + "\n")
     print(f"wrote docs/models.md: {len(passed)}/{len(built)} passed")
+
+
+def fused_section(strict_rows: list[dict], rows: list[dict]) -> list[str]:
+    built = [r for r in rows if r["status"] != "harness"]
+    passed = [r for r in rows if r["status"] == "pass"]
+    bugs = [r for r in rows if r["status"] == "backend bug"]
+    strict_pass = {r["model_type"] for r in strict_rows if r["status"] == "pass"}
+    regressions = [r for r in rows if r["model_type"] in strict_pass and r["status"] != "pass"]
+    lines = ["", "## Fused eager (DeferAndFuse)", "",
+             "The same model types with `--mode fused` (every op recorded, then run from the "
+             "pending graph at each host read).", "",
+             f"- model types tried: {len(rows)}; built: **{len(built)}**; passed: **{len(passed)}** "
+             f"({100.0 * len(passed) / max(len(built), 1):.1f}% of those built)",
+             f"- backend bugs: {len(bugs)}; types that pass in strict eager but not in fused: "
+             f"{len(regressions)}", "", "| model type | stage | reason |", "|---|---|---|"]
+    for r in bugs:
+        lines.append(f"| {r['model_type']} | {r.get('stage', '')} | {r['reason'][:200].replace('|', '/')} |")
+    return lines
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--one")
     p.add_argument("--causal", action="store_true")
-    p.add_argument("--mode", default="strict")
+    p.add_argument("--mode", default=os.environ.get("TORCHTPU_EAGER_MODE") or "strict")
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--timeout", type=int, default=180)
     p.add_argument("--out", default=str(ROOT / "build" / "zoo.jsonl"))
     p.add_argument("--types", help="comma-separated model types (instead of --limit)")
     p.add_argument("--report")
+    p.add_argument("--fused", help="with --report: the same sweep's records in fused eager")
     a = p.parse_args()
     if a.one:
         print(json.dumps(run_one(a.one, a.causal, a.mode)))
     elif a.report:
-        report(a.report)
+        report(a.report, a.fused)
     else:
         sweep(a)
