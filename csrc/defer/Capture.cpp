@@ -13,6 +13,7 @@
 #include "runtime/Stream.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -412,6 +413,64 @@ void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::
   out.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
 }
 
+// Results of the hottest ops returning new tensors, sized here as their CPU kernels size them
+// (contiguous, in the input's dtype), instead of through their meta kernels, which are Python
+// functions (about a millisecond each with the GIL). nullopt: no rule, use the meta kernel.
+std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
+                                                  c10::ArrayRef<c10::IValue> args) {
+  auto like = [](c10::IntArrayRef sizes, c10::ScalarType dtype) {
+    return at::detail::empty_meta(sizes, dtype, std::nullopt, std::nullopt, std::nullopt,
+                                  std::nullopt);
+  };
+  auto tensor = [&](size_t i) -> const at::Tensor* {
+    return args[i].isTensor() && args[i].toTensor().defined() ? &args[i].toTensor() : nullptr;
+  };
+  if (name == "aten::native_layer_norm") {
+    // (input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)
+    const at::Tensor& x = args[0].toTensor();
+    const auto normalized = args[1].toIntVector();
+    const int64_t axis = x.dim() - static_cast<int64_t>(normalized.size());
+    if (axis < 0) return std::nullopt;
+    std::vector<int64_t> stat(x.sizes().begin(), x.sizes().begin() + axis);
+    stat.resize(x.dim(), 1);
+    return std::vector<at::Tensor>{like(x.sizes(), x.scalar_type()),
+                                   like(stat, x.scalar_type()), like(stat, x.scalar_type())};
+  }
+  if (name == "aten::native_layer_norm_backward") {
+    // (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
+    const at::Tensor& x = args[1].toTensor();
+    const auto mask = args[7].to<std::vector<bool>>();
+    const at::Tensor* w = tensor(5);
+    const at::Tensor* b = tensor(6);
+    if ((mask[1] && w == nullptr) || (mask[2] && b == nullptr)) return std::nullopt;
+    return std::vector<at::Tensor>{
+        mask[0] ? like(x.sizes(), x.scalar_type()) : at::Tensor(),
+        mask[1] ? like(w->sizes(), w->scalar_type()) : at::Tensor(),
+        mask[2] ? like(b->sizes(), b->scalar_type()) : at::Tensor()};
+  }
+  if (name == "aten::index_select") {
+    // (self, dim, index)
+    const at::Tensor& x = args[0].toTensor();
+    if (x.dim() == 0) return std::nullopt;
+    const int64_t dim = c10::maybe_wrap_dim(args[1].toInt(), x.dim());
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes[dim] = args[2].toTensor().numel();
+    return std::vector<at::Tensor>{like(sizes, x.scalar_type())};
+  }
+  if (name == "aten::embedding_dense_backward") {
+    // (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq)
+    const at::Tensor& g = args[0].toTensor();
+    if (g.dim() == 0) return std::nullopt;
+    return std::vector<at::Tensor>{like({args[2].toInt(), g.size(-1)}, g.scalar_type())};
+  }
+  if (name == "aten::mse_loss_backward") {
+    // (grad_output, self, target, reduction)
+    const at::Tensor& x = args[1].toTensor();
+    return std::vector<at::Tensor>{like(x.sizes(), x.scalar_type())};
+  }
+  return std::nullopt;
+}
+
 // Meta results of a new_results op; nullopt (with the reason) when it has no usable meta kernel.
 std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
                                                     const torch::jit::Stack& stack,
@@ -615,7 +674,17 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
                                                        std::nullopt, std::nullopt, std::nullopt));
   } else if (capture == Capture::new_results) {
     std::string why;
-    auto meta = meta_results(op, *stack, &why);
+    auto meta = sized_here(name, args);
+    if (!meta) {
+      // (Python meta kernels cost about a millisecond each: counted, with their time.)
+      const auto t0 = std::chrono::steady_clock::now();
+      meta = meta_results(op, *stack, &why);
+      runtime::metrics::count("defer.meta_calls." + name);
+      runtime::metrics::count("defer.meta_ns",
+                              std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - t0)
+                                  .count());
+    }
     if (!meta) {
       prepare_to_run(s, op, stack, "no meta kernel: " + name);
       return false;

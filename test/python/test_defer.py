@@ -290,3 +290,36 @@ def test_a_reduction_fuses_its_element_wise_producers():
     torch.testing.assert_close(s.cpu(), ((x * 2 + 1).relu() * x).sum(dim=1))
     m = (a - 0.5).abs().amax(dim=0)
     torch.testing.assert_close(m.cpu(), (x - 0.5).abs().amax(dim=0), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_results_sized_without_meta_kernels_match_the_kernels(dtype):
+    # native_layer_norm(+backward), index_select, embedding_dense_backward and mse_loss_backward
+    # are sized in C++ (their meta kernels are Python): same sizes, strides and dtypes as strict.
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 8, dtype=dtype)
+    w, b = torch.randn(8, dtype=dtype), torch.randn(8, dtype=dtype)
+    idx = torch.tensor([4, 0, 2])
+    emb = torch.randn(10, 8, dtype=dtype)
+
+    def run():
+        xt = x.to("tpu").requires_grad_()
+        wt, bt = w.to("tpu").requires_grad_(), b.to("tpu").requires_grad_()
+        et = emb.to("tpu").requires_grad_()
+        y = torch.nn.functional.layer_norm(xt, (8,), wt, bt)
+        e = torch.nn.functional.embedding(idx.to("tpu"), et)
+        s = torch.index_select(xt, 1, idx.to("tpu"))
+        loss = torch.nn.functional.mse_loss(y, torch.zeros_like(y)) + e.float().sum() + s.float().sum()
+        loss.backward()
+        return [t.detach() for t in (y, e, s, xt.grad, wt.grad, bt.grad, et.grad)]
+
+    torchtpu.metrics.reset()
+    got = run()
+    torchtpu.sync()
+    assert not any(k.startswith("defer.meta_calls.") for k in counters()), counters()
+    assert counters().get("defer.result_copies", 0) == 0
+    with torchtpu.eager_mode("strict"):
+        want = run()
+    for g, r in zip(got, want):
+        assert (g.shape, g.stride(), g.dtype) == (r.shape, r.stride(), r.dtype)
+        torch.testing.assert_close(g.cpu(), r.cpu(), rtol=0, atol=0)
