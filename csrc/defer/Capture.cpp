@@ -213,6 +213,9 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
   o.strides.assign(t.strides().begin(), t.strides().end());
   o.offset = t.storage_offset();
   o.dtype = t.scalar_type();
+  o.conj = t.is_conj();
+  o.neg = t.is_neg();
+  h = c10::hash_combine(h, (o.conj ? 0x11 : 0) + (o.neg ? 0x22 : 0));
   if (auto record = pending_of(t.storage())) {
     auto [it, fresh] =
         s.local_pending.emplace(record->id, static_cast<int>(s.local_pending.size()));
@@ -354,6 +357,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
       bool ok = true;
       for (const auto& o : node.operands) {
         if (!o.defined()) continue;
+        // (Conjugate and negative views are resolved by their kernel, not by block views.)
+        ok = ok && !o.conj && !o.neg;
         if (o.tensor.defined() && o.tensor.is_cpu()) {
           ok = ok && o.sizes.empty();
         } else {

@@ -43,6 +43,7 @@ struct Operand {
   Dims sizes, strides;
   int64_t offset = 0;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
+  bool conj = false, neg = false;  // a conjugate / negative view (only _copy_from sees them)
   bool read = true;      // the op reads it
   bool written = false;  // the op writes it
   bool defined() const { return pending != nullptr || tensor.defined(); }

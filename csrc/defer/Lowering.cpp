@@ -218,6 +218,13 @@ std::string describe(const Operand& o, int key) {
   return s.str();
 }
 
+// TORCHTPU_DEFER_DEBUG: comma-separated switches that turn parts of the planning off, to bisect
+// a wrong result: nofuse, noreorder, noreduce, nomatmul, nodce, nowait.
+bool debug_flag(const char* flag) {
+  static const std::string flags = runtime::env::get("TORCHTPU_DEFER_DEBUG").value_or("");
+  return !flags.empty() && ("," + flags + ",").find("," + std::string(flag) + ",") != std::string::npos;
+}
+
 std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& keys,
                                  const std::vector<char>& alive_keys) {
   auto plan = std::make_shared<Plan>();
@@ -233,7 +240,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
       if (o.written && (key < 0 || needed[key])) live = true;
     });
-    if (!live) continue;
+    if (!live && !debug_flag("nodce")) continue;
     plan->live[i] = 1;
     for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
       if (key >= 0 && (o.read || !o.written)) needed[key] = 1;
@@ -301,11 +308,14 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     const Node& node = nodes[i];
     const int deps = deps_of(i);
     int r = -1;
-    if (node.elementwise) {
+    if (node.elementwise && !debug_flag("nofuse")) {
       const auto key = std::make_pair(int(node.device.index()),
                                       std::vector<int64_t>(node.shape.begin(), node.shape.end()));
       auto it = open_by_shape.find(key);
-      if (it != open_by_shape.end() && deps <= it->second) {
+      const bool out_of_order =
+          it != open_by_shape.end() && it->second + 1 != static_cast<int>(plan->regions.size());
+      if (it != open_by_shape.end() && deps <= it->second &&
+          !(debug_flag("noreorder") && out_of_order)) {
         auto merged = region_access[it->second];
         if (merge(i, merged)) {
           r = it->second;
@@ -326,7 +336,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
           r = open_region(std::move(region), {});
         }
       }
-    } else if (reduction_epilogue(node)) {
+    } else if (reduction_epilogue(node) && !debug_flag("noreduce")) {
       // A reduction joins the open fused region that made its input (which then stays in a
       // region buffer, out of HBM); nothing joins that region after it.
       size_t in = 0;
@@ -349,7 +359,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
         region.nodes.push_back(static_cast<int>(i));
         r = open_region(std::move(region), {});
       }
-    } else if (matmul_prologue(node) &&
+    } else if (matmul_prologue(node) && !debug_flag("nomatmul") &&
                non_overlapping(geometry_of(written_operand(node), written_operand(node).sizes),
                                written_operand(node).sizes)) {
       // Only the matmul's result takes part in the blocking checks: its inputs are read whole
@@ -494,7 +504,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
       ir << "  region " << r << ": kernel\n";
     }
     for (int i : region.nodes) {
-      ir << "    " << nodes[i].name << "(";
+      ir << "    #" << i << " " << nodes[i].name << "(";
       for (size_t j = 0; j < nodes[i].operands.size(); ++j) {
         if (j) ir << ", ";
         const int key = keys.operands[i][j];
@@ -555,6 +565,8 @@ at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
       c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
       c10::scalarTypeToTypeMeta(o.dtype));
   t.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+  if (o.conj) t.unsafeGetTensorImpl()->_set_conj(true);
+  if (o.neg) t.unsafeGetTensorImpl()->_set_neg(true);
   return t;
 }
 
@@ -951,7 +963,7 @@ class Executor {
 
   // (Waiting is worth it when the released memory could serve this request and is not small.)
   void before_fresh_memory(c10::Device device, size_t nbytes) {
-    if (blocking_ && released_ >= std::max<size_t>(nbytes, size_t(1) << 20)) {
+    if (blocking_ && !debug_flag("nowait") && released_ >= std::max<size_t>(nbytes, size_t(1) << 20)) {
       aten::wait_for_device(device);
       released_ = 0;
       count("defer.memory_waits");

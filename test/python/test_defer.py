@@ -323,3 +323,16 @@ def test_results_sized_without_meta_kernels_match_the_kernels(dtype):
     for g, r in zip(got, want):
         assert (g.shape, g.stride(), g.dtype) == (r.shape, r.stride(), r.dtype)
         torch.testing.assert_close(g.cpu(), r.cpu(), rtol=0, atol=0)
+
+
+def test_conjugate_and_negative_views_copied_in_one_graph():
+    # Regression (found by the model zoo, llama4 rotary backward): two copies of a conjugate view
+    # fused into one region lost the conjugation (block views carry no conj bit).
+    z = torch.randn(4, 8, dtype=torch.cfloat)
+    zt = z.to("tpu")
+    a = torch.empty_like(zt).copy_(zt.conj())
+    b = torch.empty_like(zt).copy_(zt.conj())
+    c = torch.empty_like(zt).copy_(torch._neg_view(zt))
+    torch.testing.assert_close(a.cpu(), z.conj().resolve_conj(), rtol=0, atol=0)
+    torch.testing.assert_close(b.cpu(), z.conj().resolve_conj(), rtol=0, atol=0)
+    torch.testing.assert_close(c.cpu(), -z, rtol=0, atol=0)
