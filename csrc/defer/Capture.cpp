@@ -695,16 +695,6 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
       return false;
     }
     new_results = std::move(*meta);
-    if (name == "aten::native_layer_norm" && new_results.size() == 3) {
-      // PyTorch's meta kernel gives float32 statistics for reduced-precision inputs (CUDA's
-      // rule); the CPU kernel, which the VPU executor runs, keeps the input's dtype.
-      const auto dtype = args[0].toTensor().scalar_type();
-      for (size_t i = 1; i < 3; ++i) {
-        const at::Tensor& m = new_results[i];
-        new_results[i] = at::detail::empty_strided_meta(m.sizes(), m.strides(), dtype,
-                                                        std::nullopt, std::nullopt, std::nullopt);
-      }
-    }
   }
   std::string location = record_locations() ? current_location() : std::string();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);

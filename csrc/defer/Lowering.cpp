@@ -1037,7 +1037,7 @@ class Executor {
   }
 
   Source source_of(const Operand& o, int key, c10::IntArrayRef shape,
-                   std::shared_ptr<FusedRegion>& region, std::vector<int>& slot_of_key) {
+                   std::shared_ptr<FusedRegion>& region) {
     Source s;
     if (!o.defined()) return s;
     s.g = geometry_of(o, shape);
@@ -1069,7 +1069,6 @@ class Executor {
     auto fused = std::make_shared<FusedRegion>();
     seen_blocks_.clear();
     fused->shape = region.shape;
-    std::vector<int> slot_of_key;
     double units = 0;
     double bytes = 0;
     std::unordered_map<int, bool> counted;
@@ -1104,11 +1103,11 @@ class Executor {
       f.copy = n.capture == aten::Capture::copy;
       for (size_t j = 0; j < n.operands.size(); ++j) {
         f.operands.push_back(
-            source_of(n.operands[j], keys_.operands[i][j], region.shape, fused, slot_of_key));
+            source_of(n.operands[j], keys_.operands[i][j], region.shape, fused));
       }
       for (size_t j = 0; j < n.results.size(); ++j) {
         f.results.push_back(
-            source_of(n.results[j], keys_.results[i][j], region.shape, fused, slot_of_key));
+            source_of(n.results[j], keys_.results[i][j], region.shape, fused));
       }
       if (n.name == "aten::relu") {
         // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
