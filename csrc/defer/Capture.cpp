@@ -127,13 +127,6 @@ bool elementwise_name(std::string_view base) {
   return names.count(base) > 0;
 }
 
-std::string_view base_name(std::string_view name) {  // "aten::add_.Tensor" -> "add"
-  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
-  if (auto dot = name.find('.'); dot != std::string_view::npos) name = name.substr(0, dot);
-  if (name.size() > 1 && name.back() == '_' && name != "_copy_from") name.remove_suffix(1);
-  return name;
-}
-
 // Broadcastable to `shape` (right-aligned, each dimension equal or 1).
 bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
   if (sizes.size() > shape.size()) return false;

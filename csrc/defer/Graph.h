@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace torchtpu::defer {
@@ -63,6 +64,14 @@ struct Node {
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded
   explicit Node(const c10::OperatorHandle& h) : op(h) {}
 };
+
+// "aten::add_.Tensor" -> "add": the op's name without namespace, overload and in-place "_".
+inline std::string_view base_name(std::string_view name) {
+  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
+  if (auto dot = name.find('.'); dot != std::string_view::npos) name = name.substr(0, dot);
+  if (name.size() > 1 && name.back() == '_') name.remove_suffix(1);
+  return name;
+}
 
 // Calls f(at::Tensor&) for every tensor slot of `args` (tensors, tensor lists, optional tensor
 // lists), in order, letting f replace the tensor.

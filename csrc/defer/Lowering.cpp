@@ -1120,10 +1120,7 @@ class Executor {
         f.results.clear();
       }
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
-      std::string_view base(n.name);
-      base.remove_prefix(6);
-      base = base.substr(0, base.find('.'));
-      if (base.size() > 1 && base.back() == '_') base.remove_suffix(1);
+      const std::string_view base = base_name(n.name);
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
       bool foreign = false;
       for (const auto& o : n.operands) {
