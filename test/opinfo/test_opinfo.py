@@ -19,7 +19,7 @@ from torch.testing._internal.common_device_type import instantiate_device_type_t
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-from skips import SKIP, TOLERANCE, XFAIL
+from skips import REFERENCE_IN_FLOAT32, SKIP, TOLERANCE, XFAIL
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64, torch.bool)
 
@@ -29,6 +29,14 @@ def _selected():
     index, count = (int(x) for x in shard.split("/"))
     chosen = [op for op in op_db if op.name not in SKIP]
     return [op for i, op in enumerate(chosen) if i % count == index]
+
+
+def _in_float32(op, sample, dtype):
+    """op on the CPU with the sample's `dtype` tensors widened to float32, results rounded back."""
+    widen = sample.transform(lambda x: x.float() if isinstance(x, torch.Tensor) and x.dtype == dtype else x)
+    out = op(widen.input, *widen.args, **widen.kwargs)
+    return torch.utils._pytree.tree_map(
+        lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t, out)
 
 
 def _to_cpu(x):
@@ -47,7 +55,10 @@ class TestTpuOpInfo(TestCase):
                 tpu_sample = sample.transform(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x)
                 torch.manual_seed(i)
                 try:
-                    expected = op(sample.input, *sample.args, **sample.kwargs)
+                    if key in REFERENCE_IN_FLOAT32:
+                        expected = _in_float32(op, sample, dtype)
+                    else:
+                        expected = op(sample.input, *sample.args, **sample.kwargs)
                 except Exception as cpu_error:  # noqa: BLE001
                     # The CPU refuses this sample (say, a dtype its kernel lacks): "tpu" must
                     # refuse it with the same kind of error, not return something.

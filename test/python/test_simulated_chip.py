@@ -166,6 +166,21 @@ def test_float64_elementwise_is_a_counted_emulation():
     assert torchtpu.metrics.fallbacks() == {}
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_bf16_grid_sample_computes_in_float32(mode):
+    # PyTorch's CPU grid samplers for bfloat16 are wrong (test/opinfo/skips.py,
+    # REFERENCE_IN_FLOAT32); tpu computes in float32 and rounds, natively (no fallback).
+    torch.manual_seed(0)
+    image = (torch.rand(2, 3, 40, 50) * 255).bfloat16()
+    grid = (torch.rand(2, 30, 20, 2) * 2.4 - 1.2).bfloat16()
+    torchtpu.metrics.reset()
+    out = F.grid_sample(image.to("tpu"), grid.to("tpu"), mode=mode, align_corners=False)
+    expected = F.grid_sample(image.float(), grid.float(), mode=mode, align_corners=False).bfloat16()
+    assert out.dtype == torch.bfloat16 and torch.equal(out.cpu(), expected)
+    assert torchtpu.metrics.counters()["vpu.widened_to_float32.grid_sampler_2d"] == 1
+    assert torchtpu.metrics.fallbacks() == {}
+
+
 def test_new_results_land_in_device_memory_without_copies():
     x = torch.randn(256, 512, device="tpu")
     torchtpu.sync()
