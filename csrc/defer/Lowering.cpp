@@ -225,8 +225,10 @@ bool debug_flag(const char* flag) {
   return !flags.empty() && ("," + flags + ",").find("," + std::string(flag) + ",") != std::string::npos;
 }
 
-std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& keys,
-                                 const std::vector<char>& alive_keys) {
+// One planning pass. `pinned`: ops that may not join a region out of program order.
+std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys& keys,
+                                      const std::vector<char>& alive_keys,
+                                      const std::vector<char>& pinned) {
   auto plan = std::make_shared<Plan>();
   const size_t n = nodes.size();
   const size_t P = keys.pending.size();
@@ -315,7 +317,7 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
       const bool out_of_order =
           it != open_by_shape.end() && it->second + 1 != static_cast<int>(plan->regions.size());
       if (it != open_by_shape.end() && deps <= it->second &&
-          !(debug_flag("noreorder") && out_of_order)) {
+          !((pinned[i] || debug_flag("noreorder")) && out_of_order)) {
         auto merged = region_access[it->second];
         if (merge(i, merged)) {
           r = it->second;
@@ -521,6 +523,50 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
     }
   }
   plan->ir = ir.str();
+  return plan;
+}
+
+// Ops whose out-of-order join moved an allocation earlier: op i joined a region opened before
+// other regions that precede it in the program, and its write is the first access of a value
+// that takes memory (HBM or a region buffer). That value now lives from the region on instead
+// of from op i on (a backward buffer zeroed in a forward region would live through the whole
+// forward pass), so op i is pinned to program order. Returns whether any op was newly pinned.
+bool pin_early_allocations(const Plan& plan, const std::vector<Node>& nodes, const Keys& keys,
+                           std::vector<char>& pinned) {
+  const size_t R = plan.regions.size();
+  std::vector<int> region_of(nodes.size(), -1);
+  for (size_t r = 0; r < R; ++r) {
+    for (int i : plan.regions[r].nodes) region_of[i] = static_cast<int>(r);
+  }
+  std::vector<char> seen(keys.pending.size(), 0);
+  bool changed = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int r = region_of[i];
+    if (r < 0) continue;
+    const bool hoisted = r + 1 < static_cast<int>(R) &&
+                         plan.regions[r + 1].nodes[0] < static_cast<int>(i);
+    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+      if (key < 0 || seen[key]) return;
+      seen[key] = 1;
+      const bool takes_memory = plan.memory[key] || plan.host_buffer[key];
+      if (hoisted && o.written && takes_memory && !pinned[i]) {
+        pinned[i] = 1;
+        changed = true;
+      }
+    });
+  }
+  return changed;
+}
+
+std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& keys,
+                                 const std::vector<char>& alive_keys) {
+  std::vector<char> pinned(nodes.size(), 0);
+  auto plan = build_plan_once(nodes, keys, alive_keys, pinned);
+  // Each pass pins more ops; a few passes settle it (each pass only removes joins).
+  for (int pass = 0; pass < 8 && pin_early_allocations(*plan, nodes, keys, pinned); ++pass) {
+    plan = build_plan_once(nodes, keys, alive_keys, pinned);
+    count("defer.replans");
+  }
   return plan;
 }
 
@@ -937,11 +983,11 @@ class Executor {
     if (!memory_[k]) {
       PendingStorage& p = *keys_.pending[k];
       c10::intrusive_ptr<c10::StorageImpl> impl;
+      before_fresh_memory(p.device, p.nbytes);
       if (alive_[k] && materialize(p)) impl = p.impl->lock();
       if (impl) {
         memory_[k] = c10::Storage(std::move(impl));
       } else {
-        before_fresh_memory(p.device, p.nbytes);
         memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
             c10::StorageImpl::use_byte_size_t(), p.nbytes,
             runtime::allocator().allocate_on(p.device.index(), p.nbytes), &runtime::allocator(),

@@ -41,7 +41,7 @@ SMALL = {
     "encoder_layers": 2, "decoder_layers": 2,
     "num_attention_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
-    "vocab_size": 128, "max_position_embeddings": 128, "n_positions": 128,
+    "vocab_size": 128, "unpadded_vocab_size": 128, "max_position_embeddings": 128, "n_positions": 128,
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "moe_intermediate_size": 32,
     "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8,
     "qk_nope_head_dim": 8, "v_head_dim": 8,

@@ -62,6 +62,31 @@ def test_strict_uses_more_memory_for_the_same_chain():
     assert peaks["fused"] < peaks["strict"]
 
 
+def test_a_fresh_buffer_is_not_hoisted_into_an_earlier_region():
+    # zeros(n) has no inputs, so it could join the open region over [n] opened by `a * 2`, ahead
+    # of the cumsum; its buffer would then live across the cumsum's 16 MiB result. (Found in the
+    # transformer benchmark: autograd's zeroed backward buffers were hoisted into forward regions.)
+    # And the buffer, alive at the flush, must wait for the released temporary like any other.
+    n = 1 << 20  # 4 MiB of float32
+    a = torch.randn(n, device="tpu")
+    p = torch.randn(4 * n, device="tpu")
+    torchtpu.sync()
+    peaks, results = {}, {}
+    for mode in ("debug", "fused"):
+        with torchtpu.eager_mode(mode):
+            torch.tpu.reset_peak_memory_stats()
+            base = torch.tpu.memory_allocated()
+            b = a * 2
+            s = torch.cumsum(p, 0).sum()
+            buf = torch.zeros(n, device="tpu")
+            out = torch.cumsum(buf, 0) + b + s
+            results[mode] = out.cpu()
+            peaks[mode] = torch.tpu.max_memory_allocated() - base
+            del b, s, buf, out
+    torch.testing.assert_close(results["fused"], results["debug"])
+    assert peaks["fused"] <= peaks["debug"], peaks
+
+
 def test_python_scalars_are_runtime_arguments_no_recompile():
     x = torch.randn(32, 32, device="tpu")
     torchtpu.sync()
