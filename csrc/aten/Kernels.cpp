@@ -20,7 +20,13 @@
 #include <ATen/ops/_has_compatible_shallow_copy_type_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Reduction.h>
 #include <ATen/ops/histc.h>
+#include <ATen/ops/mse_loss.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/sum.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
@@ -446,6 +452,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
   return {on_device(gi, device), on_device(gw, device), on_device(gb, device)};
 }
 
+// mse_loss with a reduction. PyTorch's generic kernel for the functional form calls mse_loss.out
+// with a 0-dim result, and the CPU out kernel first writes the element-wise loss into that
+// tensor (resizing it, with a deprecation warning on every call). The CPU's own functional
+// kernel computes the element-wise loss, then reduces it; this one does the same on the device.
+at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t reduction) {
+  const c10::ScalarType dtype = at::result_type(self, target);
+  // The CPU kernel's dtypes (its error, raised here at the op rather than at the next sync).
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(dtype), "mse_loss is not implemented for '",
+                              c10::toString(dtype), "' (nor on the CPU): use a floating-point type");
+  at::Tensor loss =
+      at::empty(at::infer_size(self.sizes(), target.sizes()), self.options().dtype(dtype));
+  at::mse_loss_out(loss, self, target, at::Reduction::None);
+  if (reduction == at::Reduction::Mean) return loss.mean();
+  if (reduction == at::Reduction::Sum) return loss.sum();
+  return loss;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shallow copies between CPU and TPU tensors. Tensor::set_data (used by C++
 // torch::nn::Module::to and clone(device)) requires _has_compatible_shallow_copy_type, whose
@@ -512,6 +535,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.from", entry(TORCH_FN(random_from_), Capture::random));
   m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
   m.impl("histc", entry(TORCH_FN(histc), Capture::none));
+  m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
 }
