@@ -41,7 +41,7 @@ SMALL = {
     "encoder_layers": 2, "decoder_layers": 2,
     "num_attention_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4,
     "decoder_attention_heads": 4,
-    "vocab_size": 128, "unpadded_vocab_size": 128, "max_position_embeddings": 128, "n_positions": 128,
+    "vocab_size": 128, "unpadded_vocab_size": 128, "vocab_size_per_layer_input": 128, "max_position_embeddings": 128, "n_positions": 128,
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "moe_intermediate_size": 32,
     "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8,
     "qk_nope_head_dim": 8, "v_head_dim": 8,
@@ -100,6 +100,15 @@ def shrink(cfg) -> None:
     if "head_dim" in vars(cfg) and (isinstance(get("head_dim"), int) or get("head_dim") is None):
         if isinstance(width, int) and isinstance(heads, int) and heads:
             set_if_writable("head_dim", width // heads)
+    rope = get("rope_parameters")
+    head_dim = get("head_dim")
+    if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(head_dim, int):
+        # multimodal rotary sections cover head_dim / 2 frequencies: keep their proportions
+        sections, half = rope["mrope_section"], head_dim // 2
+        scaled = [max(1, v * half // sum(sections)) for v in sections]
+        scaled[-1] += half - sum(scaled)
+        if scaled[-1] >= 1:
+            rope["mrope_section"] = scaled
     if isinstance(get("rotary_dim"), int):
         set_if_writable("rotary_dim", 4)
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
@@ -159,16 +168,23 @@ def input_candidates(model, cfg, ids):
 
     name = model.main_input_name
     g = torch.Generator().manual_seed(0)
-    if name == "input_ids":
-        return [{"input_ids": ids}]
-    cands = []
-    if name == "pixel_values":
+    params = inspect.signature(model.forward).parameters
+
+    def images():
         size = _config_value(cfg, ["image_size", "img_size", "input_size"], 224)
         sizes = [tuple(size[-2:]) if isinstance(size, (list, tuple)) else (size, size), (224, 224), (64, 64)]
         channels = _config_value(cfg, ["num_channels", "in_channels", "in_chans"], 3)
-        for hw in dict.fromkeys(sizes):
-            for c in dict.fromkeys([channels if isinstance(channels, int) else 3, 3]):
-                cands.append({name: torch.randn(2, c, *hw, generator=g)})
+        return [torch.randn(2, c, *hw, generator=g) for hw in dict.fromkeys(sizes)
+                for c in dict.fromkeys([channels if isinstance(channels, int) else 3, 3])]
+
+    cands = []
+    if name == "input_ids":
+        cands = [{"input_ids": ids}]
+        if "pixel_values" in params and _config_value(cfg, ["image_size"]) is not None:
+            # text and image towers (CLIP-like): both inputs, when the text alone is refused
+            cands += [{"input_ids": ids, "pixel_values": x} for x in images()]
+    elif name == "pixel_values":
+        cands = [{name: x} for x in images()]
     elif name == "pixel_values_videos":
         size = _config_value(cfg, ["image_size", "crop_size"], 224)
         hw = tuple(size[-2:]) if isinstance(size, (list, tuple)) else (size, size)
@@ -194,7 +210,6 @@ def input_candidates(model, cfg, ids):
         for f in dict.fromkeys([f for f in feats if isinstance(f, int)] + [80, 128, 160]):
             shapes += [(2, 64, f), (2, f, 64)]
         cands = [{name: torch.randn(*s, generator=g)} for s in dict.fromkeys(shapes)]
-    params = inspect.signature(model.forward).parameters
     if "use_cache" in params:  # the forward compared is one pass; a cache only adds harness trouble
         cands = [{**c, "use_cache": False} for c in cands]
     if "decoder_input_ids" in params and getattr(cfg, "is_encoder_decoder", False):
