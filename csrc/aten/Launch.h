@@ -29,6 +29,22 @@ void wait_for_device(c10::Device device);
 // In debug mode with NaN checks on: raises if a floating-point result of `op` holds NaN or Inf.
 void check_results(const std::string& op, const std::vector<at::Tensor>& results);
 
+// While one is alive on this thread, a kernel that computes its new result in host memory (a
+// convolution) returns it there, as a TPU tensor over host memory outside HBM, instead of
+// copying it into HBM. DeferAndFuse uses it when a fused region's leading convolution feeds only
+// the region's epilogue: the result is then the region's output tiles, as a matmul's is.
+class ResultInHostMemory {
+ public:
+  ResultInHostMemory();
+  ~ResultInHostMemory();
+  ResultInHostMemory(const ResultInHostMemory&) = delete;
+  ResultInHostMemory& operator=(const ResultInHostMemory&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 // The cost model's VPU cycles per vreg of an op, by base name ("gelu"); 1 when not listed.
 double vpu_units(std::string_view base_name);
 

@@ -276,6 +276,23 @@ sim::Estimate conv_estimate(const at::Tensor& input, const at::Tensor& weight,
                                   hbm);
 }
 
+// A TPU tensor over the memory of host result `out` (taken over when `out` owns it alone).
+at::Tensor in_host_memory(at::Tensor out, c10::Device device) {
+  if (!out.is_contiguous() || out.storage_offset() != 0 || out.storage().use_count() != 1) {
+    out = out.contiguous().clone();
+  }
+  c10::StorageImpl* from = out.storage().unsafeGetStorageImpl();
+  const size_t nbytes = from->nbytes();
+  c10::DataPtr data = from->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::kCPU)));
+  data.unsafe_set_device(device);
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes, std::move(data), nullptr,
+                       /*resizable=*/false);
+  auto result = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), out.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_contiguous(out.sizes());
+  return result;
+}
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias,
                                     c10::IntArrayRef stride, c10::IntArrayRef padding,
@@ -317,7 +334,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
     }
     out = conv(x, w, h_bias);  // bf16: PyTorch's bf16 convolution accumulates in fp32
   }
-  at::Tensor result = on_device(out, input.device());
+  at::Tensor result = ResultInHostMemory::active() ? in_host_memory(out, input.device())
+                                                  : on_device(out, input.device());
   if (sim::mxu_supports(dtype)) {
     auto e = conv_estimate(input, weight, result, transposed, groups);
     if (h_bias) add_epilogue(e, result, *b);
@@ -411,5 +429,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable",
          entry(TORCH_FN(convolution_backward_overrideable), Capture::new_results));
 }
+
+namespace {
+thread_local bool result_in_host_memory = false;
+}  // namespace
+
+ResultInHostMemory::ResultInHostMemory() : previous_(result_in_host_memory) {
+  result_in_host_memory = true;
+}
+ResultInHostMemory::~ResultInHostMemory() { result_in_host_memory = previous_; }
+bool ResultInHostMemory::active() { return result_in_host_memory; }
 
 }  // namespace torchtpu::aten

@@ -15,6 +15,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
@@ -460,6 +461,14 @@ std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
     const at::Tensor& g = args[0].toTensor();
     if (g.dim() == 0) return std::nullopt;
     return std::vector<at::Tensor>{like({args[2].toInt(), g.size(-1)}, g.scalar_type())};
+  }
+  if (name == "aten::mse_loss") {
+    // (self, target, reduction): the loss per element (broadcast), or its mean / sum
+    const at::Tensor& x = args[0].toTensor();
+    const at::Tensor& t = args[1].toTensor();
+    const c10::ScalarType dtype = at::result_type(x, t);  // as TensorIterator promotes
+    if (args[2].toInt() != 0) return std::vector<at::Tensor>{like({}, dtype)};
+    return std::vector<at::Tensor>{like(at::infer_size(x.sizes(), t.sizes()), dtype)};
   }
   if (name == "aten::mse_loss_backward") {
     // (grad_output, self, target, reduction)

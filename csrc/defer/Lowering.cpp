@@ -429,9 +429,8 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
       bool matmul_result = false;
       if (region.matmul_first && is_convolution(nodes[region.nodes[0]]) &&
           keys.results[region.nodes[0]][0] == static_cast<int>(k)) {
-        // A convolution's result is the new tensor its kernel returns, in device memory.
-        plan->memory[k] = 1;
-        continue;
+        // A convolution's result: its kernel leaves it in host memory (ResultInHostMemory).
+        matmul_result = true;
       }
       if (region.matmul_first) {
         const int m = region.nodes[0];
@@ -1043,7 +1042,9 @@ class Executor {
     }
     for (size_t r = 0; r < n.results.size(); ++r) {
       const int key = keys_.results[i][r];
-      if (key < 0 || !plan_.memory[key] || !stack[r].isTensor()) continue;
+      if (key < 0 || !(plan_.memory[key] || plan_.host_buffer[key]) || !stack[r].isTensor()) {
+        continue;
+      }
       adopt(n.results[r], key, stack[r].toTensor());
     }
   }
@@ -1129,7 +1130,16 @@ class Executor {
         // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
         // charge joins the region's single launch.
         sim::RecordCollector collect;
-        replay(i);
+        const bool conv_in_host_memory = is_convolution(n) && keys_.results[i][0] >= 0 &&
+                                         plan_.host_buffer[keys_.results[i][0]];
+        if (conv_in_host_memory) {
+          aten::ResultInHostMemory scope;
+          replay(i);
+          prologue_result_bytes = sim::CostModel::padded_bytes(
+              n.results[0].sizes, static_cast<int>(c10::elementSize(n.results[0].dtype)));
+        } else {
+          replay(i);
+        }
         prologue = collect.total;
         for (size_t j = 0; j < n.operands.size(); ++j) {
           const int key = keys_.operands[i][j];

@@ -87,6 +87,25 @@ def test_a_fresh_buffer_is_not_hoisted_into_an_earlier_region():
     assert peaks["fused"] <= peaks["debug"], peaks
 
 
+def test_convolution_with_epilogue_keeps_its_result_out_of_hbm():
+    torch.manual_seed(0)
+    x = torch.randn(8, 16, 64, 64)  # 2 MiB
+    w, b = torch.randn(16, 16, 3, 3) * 0.1, torch.randn(16)
+    expected = torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1)) + x
+    xt, wt, bt = x.to("tpu"), w.to("tpu"), b.to("tpu")
+    torchtpu.sync()
+    torch.tpu.reset_peak_memory_stats()
+    base = torch.tpu.memory_allocated()
+    torchtpu.metrics.reset()
+    y = torch.relu(torch.nn.functional.conv2d(xt, wt, bt, padding=1)) + xt
+    torchtpu.sync()
+    torch.testing.assert_close(y.cpu(), expected)
+    assert counters()["defer.fused_matmul_regions"] == 1
+    # only y takes HBM: the convolution's result is the region's tiles, relu's is a block
+    assert torch.tpu.max_memory_allocated() - base == 2 << 20
+    del y
+
+
 def test_python_scalars_are_runtime_arguments_no_recompile():
     x = torch.randn(32, 32, device="tpu")
     torchtpu.sync()
