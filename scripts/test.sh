@@ -23,7 +23,7 @@ echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep
 echo "== the same sweeps in fused eager"
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
-echo "== transformers model zoo, CI tier (3 architectures, strict then fused; the sweep is test/models/zoo.py)"
+echo "== transformers model zoo, CI tier (5 architectures, strict then fused; the sweep is scripts/zoo_sweep.sh)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

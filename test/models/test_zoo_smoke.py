@@ -1,5 +1,6 @@
-"""The CI tier of the model-zoo sweep: three architectures (a dense causal LM, an encoder, a
-mixture-of-experts causal LM) through the same steps as `python test/models/zoo.py`, each in
+"""The CI tier of the model-zoo sweep: five architectures (a dense causal LM, a text encoder, a
+mixture-of-experts causal LM, an image encoder, a speech encoder-decoder) through the same steps
+as `python test/models/zoo.py`, each in
 its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE); and a tiny model saved to a
 folder and loaded with `from_pretrained(folder, device_map="tpu")` through accelerate."""
 import json
@@ -12,7 +13,8 @@ import pytest
 ZOO = Path(__file__).resolve().parent / "zoo.py"
 
 
-@pytest.mark.parametrize("model_type,causal", [("llama", True), ("bert", False), ("afmoe", True)])
+@pytest.mark.parametrize("model_type,causal", [("llama", True), ("bert", False), ("afmoe", True),
+                                               ("vit", False), ("whisper", False)])
 def test_model_matches_cpu(model_type, causal):
     cmd = [sys.executable, str(ZOO), "--one", model_type] + (["--causal"] if causal else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
