@@ -67,6 +67,10 @@ const std::unordered_map<std::string_view, double>& vpu_units() {
       {"binary_cross_entropy_backward", 6}, {"_fused_adam_", 20}, {"_fused_adamw_", 20},
       {"_foreach_addcdiv_", 3}, {"_foreach_sqrt", 4}, {"_foreach_sqrt_", 4},
       {"_foreach_div_", 2}, {"_foreach_div", 2}, {"_foreach_lerp_", 3}, {"_foreach_norm", 3},
+      {"glu", 5}, {"glu_backward", 6}, {"_weight_norm_interface", 4},
+      {"_weight_norm_interface_backward", 6}, {"bucketize", 8},
+      // per element of the largest operand: a row of the solve per element of the result
+      {"linalg_solve_triangular", 16},
   };
   return units;
 }
@@ -122,7 +126,13 @@ const char* const kVpuOps[] = {
     "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
     "upsample_nearest2d", "upsample_nearest2d_backward", "upsample_bilinear2d",
     "upsample_bilinear2d_backward", "grid_sampler_2d", "grid_sampler_2d_backward",
-    "grid_sampler_3d", "grid_sampler_3d_backward",
+    "grid_sampler_3d", "grid_sampler_3d_backward", "im2col", "col2im", "unfold_backward",
+    "replication_pad1d_backward", "replication_pad2d_backward",
+    // gated linear units, weight norm, bucketing, complex from polar, identity matrices
+    "glu", "glu_backward", "_weight_norm_interface", "_weight_norm_interface_backward",
+    "bucketize", "polar", "eye",
+    // small triangular solves (chunked linear-attention models solve 64 x 64 systems)
+    "linalg_solve_triangular",
     // dropout and losses
     "native_dropout", "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
     "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
