@@ -62,14 +62,21 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }  // namespace
 
 // The device of the op, from its tensor arguments, with CUDA's rule: all tensors on one device,
-// except 0-dim CPU tensors, which act as scalars.
+// except 0-dim CPU tensors, which act as scalars, and CPU index tensors of the advanced-indexing
+// ops (x[idx] and x[idx] = v with idx on the CPU work on CUDA: PyTorch moves the indices).
 std::optional<c10::Device> common_device(const std::string& name,
                                          c10::ArrayRef<c10::IValue> args) {
   std::optional<c10::Device> tpu;
   std::optional<c10::Device> cpu_nonscalar;
+  const std::string base = name.substr(0, name.find('.'));  // without the overload
+  const bool cpu_indices = base == "aten::index" || base == "aten::index_put_" ||
+                           base == "aten::index_put" || base == "aten::_index_put_impl_" ||
+                           base == "aten::_unsafe_index" || base == "aten::_unsafe_index_put";
+  bool in_list = false;
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     const auto d = t.device();
+    if (in_list && cpu_indices && d.is_cpu()) return;
     if (d.is_privateuseone()) {
       TORCH_CHECK(!tpu || *tpu == d,
                   "Expected all tensors to be on the same device, but found at least two "
@@ -85,9 +92,11 @@ std::optional<c10::Device> common_device(const std::string& name,
     } else if (arg.isTensorList()) {
       for (const at::Tensor& t : arg.toTensorList()) visit(t);
     } else if (arg.isList()) {
+      in_list = true;
       for (const c10::IValue& item : arg.toListRef()) {
         if (item.isTensor()) visit(item.toTensor());
       }
+      in_list = false;
     }
   }
   TORCH_CHECK(!(tpu && cpu_nonscalar),

@@ -125,7 +125,12 @@ const char* const kVpuOps[] = {
     "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
     "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
     "upsample_nearest2d", "upsample_nearest2d_backward", "upsample_bilinear2d",
-    "upsample_bilinear2d_backward", "grid_sampler_2d", "grid_sampler_2d_backward",
+    "upsample_bilinear2d_backward", "upsample_nearest1d", "upsample_nearest1d_backward",
+    "upsample_linear1d", "upsample_linear1d_backward", "upsample_bicubic2d",
+    "upsample_bicubic2d_backward", "upsample_nearest3d", "upsample_nearest3d_backward",
+    "upsample_trilinear3d", "upsample_trilinear3d_backward", "_upsample_nearest_exact1d",
+    "_upsample_nearest_exact1d_backward", "_upsample_nearest_exact2d",
+    "_upsample_nearest_exact2d_backward", "grid_sampler_2d", "grid_sampler_2d_backward",
     "grid_sampler_3d", "grid_sampler_3d_backward", "im2col", "col2im", "unfold_backward",
     "replication_pad1d_backward", "replication_pad2d_backward",
     // gated linear units, weight norm, bucketing, complex from polar, identity matrices

@@ -44,6 +44,20 @@ def test_mixing_devices_raises_like_cuda(other):
         torch.nn.functional.linear(torch.ones(2, 4, device="tpu:0"), torch.ones(3, 4, device=other))
 
 
+def test_cpu_index_tensors_work_for_advanced_indexing_like_cuda():
+    # Found by the model zoo (sam_vision_model, vilt): x[idx] with idx on the CPU works on CUDA
+    # (PyTorch moves the indices), so it must on tpu; index_select keeps CUDA's same-device rule.
+    x = torch.arange(12.0).view(3, 4)
+    i, j = torch.tensor([2, 0]), torch.tensor([1, 3])
+    xt = x.to("tpu")
+    assert torch.equal(xt[i].cpu(), x[i]) and torch.equal(xt[i, j].cpu(), x[i, j])
+    xt[i, j] = torch.tensor([7.0, 8.0], device="tpu")
+    x[i, j] = torch.tensor([7.0, 8.0])
+    assert torch.equal(xt.cpu(), x)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        xt.index_select(0, i)
+
+
 def test_zero_dim_cpu_tensor_is_a_scalar():
     a = torch.ones(4, device="tpu:0")
     out = a * torch.tensor(3.0) + torch.tensor(1.0)
