@@ -88,6 +88,9 @@ def shrink(cfg) -> None:
     for key, value in FILL_IF_NONE.items():
         if key in vars(cfg) and get(key) is None:
             set_if_writable(key, value)
+    for key in ("noise_scale", "noise_scale_duration"):  # sampling noise in the forward (VITS)
+        if isinstance(get(key), float):
+            set_if_writable(key, 0.0)
     for key, value in HYBRID.items():
         if isinstance(get(key), int):
             set_if_writable(key, value)
@@ -277,6 +280,14 @@ def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
                 if i == len(candidates) - 1:
                     raise
         result["inputs"] = {k: list(v.shape) if torch.is_tensor(v) else v for k, v in inputs.items()}
+        torch.manual_seed(1)
+        with torch.no_grad():
+            again = first_tensor(model(**inputs))
+        if not torch.equal(again, out.detach()):
+            # CPU and device have separate generators (as with CUDA): a forward that draws random
+            # numbers cannot give the same result on both.
+            return {**result, "status": "harness",
+                    "reason": "the forward pass draws random numbers (another seed changes it)"}, None
         stage = "backward"
         out.float().pow(2).mean().backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
@@ -298,6 +309,26 @@ def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
                     "ids": ids, "generated": generated, "stepped": stepped}
 
 
+def float64_grads(ref: dict) -> dict:
+    """Gradients of the same forward and loss on the CPU in float64 (computed once; {} when the
+    model does not run in float64)."""
+    import copy
+
+    import torch
+
+    if "float64_grads" not in ref:
+        try:
+            model = copy.deepcopy(ref["model"]).double()
+            torch.manual_seed(0)
+            inputs = {k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v
+                      for k, v in ref["inputs"].items()}
+            first_tensor(model(**inputs)).pow(2).mean().backward()
+            ref["float64_grads"] = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+        except Exception:  # noqa: BLE001 - no float64 reference: the plain comparison decides
+            ref["float64_grads"] = {}
+    return ref["float64_grads"]
+
+
 def run_on_tpu(ref: dict, mode: str) -> dict:
     """Run the stages of `ref` on "tpu" in eager `mode`, compared with the CPU results."""
     import copy
@@ -307,6 +338,7 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
 
     torchtpu.set_eager_mode(mode)
     stage = "forward"
+    checked: list[str] = []
     try:
         dev_model = copy.deepcopy(ref["model"]).to("tpu")
         torchtpu.metrics.reset()
@@ -317,9 +349,23 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
         stage = "backward"
         a.float().pow(2).mean().backward()
         for name, p_tpu in dev_model.named_parameters():
-            if name in ref["grads"]:
-                torch.testing.assert_close(p_tpu.grad.cpu(), ref["grads"][name], atol=1e-4, rtol=1e-3,
-                                           msg=lambda m: f"grad of {name}: {m}")
+            if name not in ref["grads"]:
+                continue
+            got, want = p_tpu.grad.cpu(), ref["grads"][name]
+            if torch.allclose(got, want, atol=1e-4, rtol=1e-3):
+                continue
+            # An ill-conditioned gradient (a sum of many large terms that cancel) can differ by
+            # more than the tolerance between two float32 summation orders. Then tpu passes if
+            # it is as close to a float64 reference as the CPU is (within 2x, plus 1e-6).
+            exact = float64_grads(ref).get(name)
+            if exact is not None:
+                err_tpu = (got.double() - exact).abs().max().item()
+                err_cpu = (want.double() - exact).abs().max().item()
+                if err_tpu <= 2 * err_cpu + 1e-6:
+                    checked.append(f"{name}: |tpu - f64| {err_tpu:.2e}, |cpu - f64| {err_cpu:.2e}")
+                    continue
+            torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-3,
+                                       msg=lambda m: f"grad of {name}: {m}")
         if ref["generated"] is not None:
             stage = "generate"
             with torch.no_grad():
@@ -334,7 +380,10 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
         for p_cpu, p_tpu in zip(ref["stepped"], dev_model.parameters()):
             torch.testing.assert_close(p_tpu.detach().cpu(), p_cpu, atol=2e-3, rtol=0)
         torchtpu.sync()
-        return {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
+        row = {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
+        if checked:
+            row["checked_against_float64"] = checked
+        return row
     except Exception as e:  # noqa: BLE001
         try:
             torchtpu.sync()
@@ -442,6 +491,14 @@ def report(paths: list[str]) -> None:
         lines.append(f"| {op} | {len(types)} ({', '.join(sorted(types)[:8])}) |")
     if not fallback_models:
         lines.append("| (none) | 0 |")
+    checked = [r for r in rows if r.get("checked_against_float64")]
+    lines += ["", "## Gradients compared with a float64 reference", "",
+              "Where a gradient differs from the CPU's by more than the tolerance, the model runs "
+              "again on the CPU in float64: tpu passes if its error is at most twice the CPU's "
+              "float32 error (an ill-conditioned sum, not a wrong result).", "",
+              "| model type | mode | gradients |", "|---|---|---|"]
+    lines += [f"| {r['model_type']} | {r.get('mode', '')} | {cell('; '.join(r['checked_against_float64']))} |"
+              for r in checked]
     lines += ["", "## Passed (" + modes[0] + " eager)", "",
               ", ".join(r["model_type"] for r in first if r["status"] == "pass"), "",
               "## generate() not compared (it fails on the CPU too)", "",
@@ -457,7 +514,7 @@ def report(paths: list[str]) -> None:
               "| model type | reason |", "|---|---|"]
     lines += [f"| {r['model_type']} | {cell(r['reason'])} |" for r in harness]
     Path(ROOT / "docs" / "models.md").write_text("\n".join(lines) + "\n")
-    print("wrote docs/models.md:", "; ".join(l for l in lines if l.startswith("| ") and "%" in l))
+    print("wrote docs/models.md:", "; ".join(l for l in lines if l.startswith("| ") and "% |" in l))
 
 
 def cell(text: str) -> str:
