@@ -60,6 +60,7 @@ NOT_A_WIDTH = ("token", "vocab", "size_per", "position", "length", "rate", "code
                "bins", "temperature", "stride", "kernel", "image", "patch", "frames", "steps", "num_")
 # Per-stage lists of convolutional / hierarchical models.
 STAGE_DEPTHS = {"depths", "blocks_per_stage", "num_blocks", "stage_depths"}
+STAGE_HEADS = {"num_heads", "num_attention_heads", "heads"}  # per stage: two divide every width
 STAGE_WIDTHS = {"hidden_sizes", "embed_dims", "dims", "embed_dim_per_stage", "widths", "channels",
                 "backbone_channel_list", "stage_channels"}
 
@@ -132,9 +133,11 @@ def shrink(cfg) -> None:
                 set_if_writable(key, 64)
             elif any(w in name for w in WIDTH_WORDS) or name.endswith("_dim"):
                 set_if_writable(key, 32)
-        elif isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool)
-                                                       for v in value):
-            if name in STAGE_DEPTHS:
+        elif isinstance(value, (list, tuple)) and value and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            if name in STAGE_HEADS:
+                set_if_writable(key, [2] * len(value))
+            elif name in STAGE_DEPTHS:
                 set_if_writable(key, [1] * len(value))
             elif name in STAGE_WIDTHS and max(value) > 64:
                 # keep the proportions between stages, multiples of 8, at most 64 wide
@@ -188,6 +191,9 @@ def input_candidates(model, cfg, ids):
             cands += [{"input_ids": ids, "pixel_values": x} for x in images()]
     elif name == "pixel_values":
         cands = [{name: x} for x in images()]
+        frames = _config_value(cfg, ["num_frames"])
+        if isinstance(frames, int):  # video models take (batch, frames, channels, height, width)
+            cands += [{name: x.unsqueeze(1).expand(-1, frames, -1, -1, -1).contiguous()} for x in images()]
     elif name == "pixel_values_videos":
         size = _config_value(cfg, ["image_size", "crop_size"], 224)
         hw = tuple(size[-2:]) if isinstance(size, (list, tuple)) else (size, size)
@@ -283,7 +289,7 @@ def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
         torch.manual_seed(1)
         with torch.no_grad():
             again = first_tensor(model(**inputs))
-        if not torch.equal(again, out.detach()):
+        if not torch.allclose(again, out.detach(), atol=ATOL, rtol=RTOL, equal_nan=True):
             # CPU and device have separate generators (as with CUDA): a forward that draws random
             # numbers cannot give the same result on both.
             return {**result, "status": "harness",
