@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "opinfo"))
-from skips import SKIP, XFAIL  # noqa: E402
+from skips import REFERENCE_IN_FLOAT32, SKIP, TOLERANCE, XFAIL  # noqa: E402
 
 
 def main() -> None:
@@ -66,6 +66,17 @@ def main() -> None:
         lines.append(f"| `{name}` | {count} |")
     lines += ["", "## Failures", ""]
     lines += failure_rows(failures)
+    lines += ["", "## Comparisons other than the default (test/opinfo/skips.py)", "",
+              "Tolerances other than PyTorch's default for the dtype, each with the numerics it "
+              "follows from:", "", "| OpInfo | variant | dtype | atol | rtol | why |",
+              "|---|---|---|---|---|---|"]
+    for (op, variant, dtype), (atol, rtol, why) in sorted(TOLERANCE.items()):
+        lines.append(f"| {op} | {variant} | {dtype} | {atol:g} | {rtol:g} | {why} |")
+    lines += ["", "Expected values computed on the CPU in float32 and rounded to the dtype, because "
+              "the CPU's own kernel for the dtype is wrong:", "",
+              "| OpInfo | variant | dtype | why |", "|---|---|---|---|"]
+    for (op, variant, dtype), why in sorted(REFERENCE_IN_FLOAT32.items()):
+        lines.append(f"| {op} | {variant} | {dtype} | {why} |")
     if args.fused:
         lines += fused_section(args.fused)
     Path(args.out).write_text("\n".join(lines) + "\n")
