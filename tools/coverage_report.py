@@ -60,6 +60,10 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     lines += dtype_rows(by_dtype)
+    lines += ["", "Per architecture: the transformers model zoo (every model type of the auto mappings, "
+              "in strict and fused eager), with the fallbacks real models hit ranked by how many "
+              "types hit them, is in [models.md](models.md) (`bash scripts/zoo_sweep.sh`). Both "
+              "sweeps: `bash scripts/sweep.sh`."]
     lines += ["", "## Fallbacks, ranked by how many OpInfo entries hit them", "",
               "| aten op | entries |", "|---|---|"]
     for name, count in fallback_hits.most_common():
