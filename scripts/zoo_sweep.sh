@@ -2,7 +2,7 @@
 # The full transformers model-zoo sweep: every model type of transformers' auto mappings, each in
 # its own subprocess (CPU reference once, then "tpu" in strict and in fused eager), in one shard
 # per core run side by side; then docs/models.md regenerated from the shards' records.
-# About 30 minutes on 2 cores. Set up first with scripts/setup.sh.
+# About 32 minutes on 2 cores. Set up first with scripts/setup.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
