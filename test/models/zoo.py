@@ -108,6 +108,14 @@ def shrink(cfg) -> None:
             set_if_writable("head_dim", width // heads)
     rope = get("rope_parameters")
     head_dim = get("head_dim")
+    if not isinstance(head_dim, int) and isinstance(width, int) and isinstance(heads, int) and heads:
+        head_dim = width // heads
+    if (isinstance(rope, dict) and "mrope_section" not in rope and isinstance(head_dim, int)
+            and "mrope_section" in getattr(type(cfg), "ignore_keys_at_rope_validation", ())):
+        # the model's default sections are for its full head_dim: three for the shrunk one
+        factor = rope.get("partial_rotary_factor") or get("partial_rotary_factor") or 1.0
+        half = int(head_dim * factor) // 2
+        rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
     if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(head_dim, int):
         # multimodal rotary sections cover head_dim / 2 frequencies: keep their proportions
         sections, half = rope["mrope_section"], head_dim // 2
