@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <string_view>
 #include <unordered_set>
 
 namespace torchtpu::aten {
@@ -68,15 +69,18 @@ std::optional<c10::Device> common_device(const std::string& name,
                                          c10::ArrayRef<c10::IValue> args) {
   std::optional<c10::Device> tpu;
   std::optional<c10::Device> cpu_nonscalar;
-  const std::string base = name.substr(0, name.find('.'));  // without the overload
-  const bool cpu_indices = base == "aten::index" || base == "aten::index_put_" ||
-                           base == "aten::index_put" || base == "aten::_index_put_impl_" ||
-                           base == "aten::_unsafe_index" || base == "aten::_unsafe_index_put";
+  // (looked at only when a list holds a CPU tensor: no string work on the common path)
+  auto takes_cpu_indices = [&name] {
+    const std::string_view base = std::string_view(name).substr(0, name.find('.'));
+    return base == "aten::index" || base == "aten::index_put_" || base == "aten::index_put" ||
+           base == "aten::_index_put_impl_" || base == "aten::_unsafe_index" ||
+           base == "aten::_unsafe_index_put";
+  };
   bool in_list = false;
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     const auto d = t.device();
-    if (in_list && cpu_indices && d.is_cpu()) return;
+    if (in_list && d.is_cpu() && takes_cpu_indices()) return;
     if (d.is_privateuseone()) {
       TORCH_CHECK(!tpu || *tpu == d,
                   "Expected all tensors to be on the same device, but found at least two "
