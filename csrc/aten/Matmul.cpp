@@ -279,7 +279,7 @@ sim::Estimate conv_estimate(const at::Tensor& input, const at::Tensor& weight,
 // A TPU tensor over the memory of host result `out` (taken over when `out` owns it alone).
 at::Tensor in_host_memory(at::Tensor out, c10::Device device) {
   if (!out.is_contiguous() || out.storage_offset() != 0 || out.storage().use_count() != 1) {
-    out = out.contiguous().clone();
+    out = out.clone(at::MemoryFormat::Contiguous);  // one copy, owned alone
   }
   c10::StorageImpl* from = out.storage().unsafeGetStorageImpl();
   const size_t nbytes = from->nbytes();

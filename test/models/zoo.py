@@ -123,10 +123,9 @@ def shrink(cfg) -> None:
         scaled[-1] += half - sum(scaled)
         if scaled[-1] >= 1:
             rope["mrope_section"] = scaled
-    expand, width_ = get("expand"), get("hidden_size")
     if all(isinstance(get(k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
         # state-space heads (Mamba-2): num_heads * head_dim spans the expanded width
-        set_if_writable("num_heads", max(1, expand * width_ // get("head_dim")))
+        set_if_writable("num_heads", max(1, get("expand") * get("hidden_size") // get("head_dim")))
     if isinstance(get("rotary_dim"), int):
         set_if_writable("rotary_dim", 4)
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
