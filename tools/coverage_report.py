@@ -21,7 +21,7 @@ def main() -> None:
     p.add_argument("--command", default="bash scripts/opinfo_sweep.sh")
     p.add_argument("--fused", help="the same sweep's records in fused eager")
     args = p.parse_args()
-    rows = [json.loads(line) for line in open(args.report) if line.strip()]
+    rows = read_rows(args.report)
     by_dtype = collections.defaultdict(lambda: collections.Counter())
     fallback_hits = collections.Counter()   # aten op -> number of OpInfo entries using it
     native_hits = collections.Counter()
@@ -108,8 +108,19 @@ def failure_rows(failures) -> list[str]:
     return rows
 
 
+def read_rows(report: str) -> list[dict]:
+    """The records of a report, one per OpInfo entry x dtype: a record appended later (a rerun
+    of some entries after a fix) replaces the earlier one."""
+    rows = {}
+    for line in open(report):
+        if line.strip():
+            r = json.loads(line)
+            rows[(r["op"], r["variant"], r["dtype"])] = r
+    return list(rows.values())
+
+
 def fused_section(report: str) -> list[str]:
-    rows = [json.loads(line) for line in open(report) if line.strip()]
+    rows = read_rows(report)
     by_dtype = collections.defaultdict(lambda: collections.Counter())
     failures = []
     for r in rows:

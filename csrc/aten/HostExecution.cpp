@@ -71,6 +71,19 @@ const std::unordered_map<std::string_view, double>& vpu_units() {
       {"_weight_norm_interface_backward", 6}, {"bucketize", 8},
       // per element of the largest operand: a row of the solve per element of the result
       {"linalg_solve_triangular", 16},
+      {"acos", 4}, {"asin", 4}, {"atan", 4}, {"acosh", 4}, {"asinh", 4}, {"atanh", 4},
+      {"cosh", 4}, {"sinh", 4}, {"sinc", 5}, {"logit", 5}, {"logit_backward", 2},
+      {"xlogy", 4}, {"special_xlog1py", 4}, {"special_entr", 4}, {"logaddexp", 8},
+      {"logaddexp2", 8}, {"lgamma", 8}, {"digamma", 8}, {"polygamma", 16}, {"i0", 8},
+      {"special_i0e", 8}, {"special_i1", 8}, {"special_i1e", 8}, {"special_erfcx", 8},
+      {"special_ndtri", 8}, {"special_log_ndtr", 8}, {"special_zeta", 16}, {"igamma", 16},
+      {"igammac", 16}, {"gcd", 8}, {"lcm", 8}, {"frexp", 2}, {"angle", 4},
+      {"median", 12}, {"nanmedian", 12}, {"mode", 12}, {"kthvalue", 12},
+      {"_logcumsumexp", 8}, {"renorm", 3}, {"searchsorted", 8}, {"logspace", 4},
+      {"multi_margin_loss", 4}, {"multi_margin_loss_backward", 4},
+      {"multilabel_margin_loss_forward", 4}, {"multilabel_margin_loss_backward", 4},
+      // a radix-2 FFT takes log2(n) butterfly passes; 16 stands for n in the thousands
+      {"_fft_r2c", 16}, {"_fft_c2r", 16}, {"_fft_c2c", 16},
   };
   return units;
 }
@@ -138,6 +151,45 @@ const char* const kVpuOps[] = {
     "bucketize", "polar", "eye",
     // small triangular solves (chunked linear-attention models solve 64 x 64 systems)
     "linalg_solve_triangular",
+    // more element-wise math: inverse trigonometric and hyperbolic functions, special functions
+    "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "sinc", "logit",
+    "logit_backward", "xlogy", "special_xlog1py", "special_entr", "copysign", "signbit",
+    "heaviside", "logaddexp", "logaddexp2", "lgamma", "digamma", "polygamma", "i0",
+    "special_i0e", "special_i1", "special_i1e", "special_erfcx", "special_ndtri",
+    "special_log_ndtr", "special_zeta", "nextafter", "igamma", "igammac", "gcd", "lcm",
+    "bitwise_left_shift", "bitwise_right_shift", "softshrink", "softshrink_backward",
+    "hardshrink", "hardshrink_backward", "conj_physical", "angle", "complex", "frexp",
+    "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+    "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+    "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
+    "special_scaled_modified_bessel_k1", "special_spherical_bessel_j0", "special_airy_ai",
+    "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
+    "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+    "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
+    "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w",
+    "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+    "special_laguerre_polynomial_l", "special_legendre_polynomial_p", "_prelu_kernel",
+    "_prelu_kernel_backward",
+    // more reductions, scans and order statistics
+    "nansum", "trace", "median", "nanmedian", "mode", "kthvalue", "_cummax_helper",
+    "_cummin_helper", "_logcumsumexp", "renorm", "searchsorted", "unique_consecutive",
+    "index_reduce",
+    // evenly spaced values
+    "linspace", "logspace",
+    // more padding, pooling and resampling
+    "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d",
+    "reflection_pad3d_backward", "replication_pad3d", "replication_pad3d_backward",
+    "avg_pool3d", "avg_pool3d_backward", "_adaptive_avg_pool3d",
+    "_adaptive_avg_pool3d_backward", "max_pool3d_with_indices",
+    "max_pool3d_with_indices_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward",
+    "adaptive_max_pool3d", "adaptive_max_pool3d_backward", "max_unpool2d", "max_unpool3d",
+    "_upsample_nearest_exact3d",
+    "_upsample_nearest_exact3d_backward", "channel_shuffle",
+    // margin losses
+    "multi_margin_loss", "multi_margin_loss_backward", "multilabel_margin_loss_forward",
+    "multilabel_margin_loss_backward",
+    // discrete Fourier transforms (XLA runs FFTs on the TPU's vector units)
+    "_fft_r2c", "_fft_c2r", "_fft_c2c",
     // dropout and losses
     "native_dropout", "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
     "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
@@ -478,12 +530,15 @@ bool routed_to_out_variant(const c10::OperatorHandle& op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
 }
 
-// Ops whose output shape depends on the values of their inputs: nothing can be deferred past
-// them (DeferAndFuse materializes the pending work they depend on and runs them).
-bool data_dependent_shape(const std::string& name) {
+// Ops DeferAndFuse does not record (it materializes the pending work they depend on and runs
+// them): ops whose output shape depends on the values of their inputs, and ops whose meta
+// kernels size results differently from their CPU kernels (the margin losses give a 0-d
+// input's unreduced loss the shape [1], the CPU kernels the shape []).
+bool run_at_once(const std::string& name) {
   static const std::unordered_set<std::string> names = {
       "aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_dim",
-      "aten::repeat_interleave"};
+      "aten::repeat_interleave", "aten::unique_consecutive", "aten::multi_margin_loss",
+      "aten::multilabel_margin_loss_forward"};
   return names.count(name) > 0;
 }
 
@@ -516,7 +571,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     const bool random = has_generator_argument(handle->schema()) ||
                         op_name.name == "aten::native_dropout";
     const Capture capture = random ? Capture::random
-                            : data_dependent_shape(op_name.name) ? Capture::none
+                            : run_at_once(op_name.name) ? Capture::none
                             : new_results ? Capture::new_results
                                           : Capture::results_are_arguments;
     if (new_results) {

@@ -21,6 +21,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/hash.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -40,9 +41,31 @@ struct Token {
   std::shared_ptr<PendingStorage> record;
 };
 
+// Bytes of the pending storages that tensors still refer to, per device (rounded as the
+// allocator will round them): what the device will need when they run, on top of its
+// allocated bytes. Checked against the HBM capacity as ops are recorded (memory_pressure).
+constexpr size_t kMaxDevices = 64;
+std::array<std::atomic<int64_t>, kMaxDevices> g_pending_bytes{};
+
+void count_pending(PendingStorage& record) {
+  const auto index = static_cast<size_t>(record.device.index());
+  TORCH_INTERNAL_ASSERT(index < kMaxDevices);
+  record.counted.store(true);
+  g_pending_bytes[index] += static_cast<int64_t>(runtime::Allocator::round_size(record.nbytes));
+}
+
+void uncount_pending(PendingStorage& record) {
+  if (!record.counted.exchange(false)) return;
+  g_pending_bytes[static_cast<size_t>(record.device.index())] -=
+      static_cast<int64_t>(runtime::Allocator::round_size(record.nbytes));
+}
+
 void token_deleter(void* ctx) {
   auto* token = static_cast<Token*>(ctx);
-  if (!token->record->materialized.load()) token->record->dead.store(true);
+  if (!token->record->materialized.load()) {
+    token->record->dead.store(true);
+    uncount_pending(*token->record);
+  }
   delete token;
 }
 
@@ -91,6 +114,7 @@ at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
                                                     std::move(data), &runtime::allocator(),
                                                     /*resizable=*/true);
   record->impl.emplace(impl);
+  count_pending(*record);
   {
     std::lock_guard<std::recursive_mutex> lock(s.mutex);
     record->id = s.next_id++;
@@ -124,7 +148,9 @@ bool elementwise_name(std::string_view base) {
       "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward",
       "softplus", "softplus_backward", "mish", "mish_backward", "hardswish",
       "hardswish_backward", "hardsigmoid", "hardsigmoid_backward", "fill", "zero",
-      "_copy_from"};
+      "_copy_from", "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "sinc",
+      "logit", "xlogy", "copysign", "heaviside", "logaddexp", "logaddexp2", "lgamma",
+      "digamma", "i0", "softshrink", "hardshrink"};
   return names.count(base) > 0;
 }
 
@@ -574,6 +600,22 @@ void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* 
   });
 }
 
+// True when `bytes` more on `device` would not fit next to what is allocated and what the
+// live pending storages will need. Then everything pending is given memory now (counted as
+// "memory pressure") and the op runs at once, as in strict eager: if its result does not fit,
+// out of memory is raised at the op that asked for the memory, with the allocator's message,
+// and nothing recorded is lost.
+bool memory_pressure(c10::Device device, size_t bytes) {
+  const auto index = static_cast<size_t>(device.index());
+  const int64_t needed = g_pending_bytes[index].load(std::memory_order_relaxed) +
+                         static_cast<int64_t>(runtime::Allocator::round_size(bytes)) +
+                         static_cast<int64_t>(runtime::allocator().allocated_bytes(device.index()));
+  if (needed <= runtime::hbm_capacity_bytes()) return false;
+  runtime::metrics::count("defer.memory_pressure");
+  materialize_all("memory pressure");
+  return true;
+}
+
 bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
   State& s = state();
   const bool fused = runtime::eager_mode() == runtime::EagerMode::fused;
@@ -612,6 +654,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     c10::Device d = c10::device_or_default(device);
     if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
     if (d.index() >= runtime::device_count()) return false;  // the kernel raises
+    if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
     runtime::metrics::count_op(aten::op_name(op));
     at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
     torch::jit::drop(*stack, num_args);
@@ -698,6 +741,11 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     }
     new_results = std::move(*meta);
   }
+  size_t new_bytes = 0;
+  for (const auto& meta : new_results) {
+    if (meta.defined()) new_bytes += meta.storage().nbytes();
+  }
+  if (new_bytes > 0 && memory_pressure(*device, new_bytes)) return false;  // runs now
   std::string location = record_locations() ? current_location() : std::string();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   record(s, op, stack, capture, name, *device, std::move(new_results), std::move(location));
@@ -727,6 +775,11 @@ void on_sync_point(const char* reason) {
   flush_locked(s, reason);
 }
 
+void on_memory_statistics(const char* reason) {
+  if (aten::inside_kernel()) return;
+  materialize_all(reason);
+}
+
 std::atomic<LocationProvider> g_location_provider{nullptr};
 std::atomic<bool> g_record_locations{runtime::env::get("TORCHTPU_DEFER_LOCATIONS").value_or("0") == "1"};
 
@@ -739,6 +792,7 @@ struct Installer {
   Installer() {
     aten::set_entry_hook(&on_entry);
     runtime::set_pending_work_hook(&on_sync_point);
+    runtime::set_materialize_hook(&on_memory_statistics);
   }
 } installer;
 
@@ -758,9 +812,14 @@ bool materialize(PendingStorage& record) {
   if (!impl) return false;
   if (impl->data_ptr().get_deleter() != &token_deleter) return true;
   c10::DataPtr memory = runtime::allocator().allocate_on(record.device.index(), impl->nbytes());
-  record.materialized.store(true);
+  mark_materialized(record);
   impl->set_data_ptr_noswap(std::move(memory));  // the token goes; the record stays alive
   return true;
+}
+
+void mark_materialized(PendingStorage& record) {
+  record.materialized.store(true);
+  uncount_pending(record);
 }
 
 void flush(const std::string& reason) {
@@ -775,9 +834,10 @@ void flush(const std::string& reason) {
 void materialize_all(const std::string& reason) {
   State& s = state();
   if (!s.any_pending.load()) return;
+  const std::string location = current_location();  // (before the lock: it takes the GIL)
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   if (!s.nodes.empty()) {
-    note_materialization(reason, std::string());
+    note_materialization(reason, location);
     flush_locked(s, reason);
   }
   for (auto& [id, record] : s.registry) materialize(*record);

@@ -30,7 +30,11 @@ struct PendingStorage {
   size_t nbytes = 0;
   std::atomic<bool> dead{false};          // no tensor refers to it any more
   std::atomic<bool> materialized{false};  // it has memory now (or is being given it)
+  std::atomic<bool> counted{false};       // its bytes are in its device's pending bytes
 };
+
+// Marks a pending storage as having memory now (and takes it out of the pending bytes).
+void mark_materialized(PendingStorage& record);
 
 // If `storage` is pending, its record.
 std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage);

@@ -1063,7 +1063,7 @@ class Executor {
       c10::intrusive_ptr<c10::StorageImpl> impl;
       if (alive_[k]) impl = p.impl->lock();
       if (impl) {
-        p.materialized.store(true);
+        mark_materialized(p);
         impl->set_data_ptr_noswap(from->set_data_ptr(c10::DataPtr(nullptr, real.device())));
         memory_[k] = c10::Storage(std::move(impl));
       } else {

@@ -8,6 +8,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -202,8 +203,27 @@ void Allocator::recordStream(const c10::DataPtr&, c10::Stream) {
   // eager) must revisit this.
 }
 
+namespace {
+std::atomic<MaterializeHook> g_materialize_hook{nullptr};
+
+void materialize_pending(const char* reason) {
+  if (MaterializeHook hook = g_materialize_hook.load(std::memory_order_acquire)) hook(reason);
+}
+}  // namespace
+
+void set_materialize_hook(MaterializeHook hook) { g_materialize_hook.store(hook); }
+
+size_t Allocator::allocated_bytes(c10::DeviceIndex device) {
+  check_device_index(device);
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  const auto& bytes = s.devices[device].stats.allocated_bytes;
+  return static_cast<size_t>(bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
+}
+
 Allocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
   check_device_index(device);
+  materialize_pending("memory statistics");
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   return s.devices[device].stats;
@@ -227,6 +247,7 @@ void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
 
 void Allocator::resetPeakStats(c10::DeviceIndex device) {
   check_device_index(device);
+  materialize_pending("memory statistics");
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   auto& st = s.devices[device].stats;
@@ -239,6 +260,7 @@ void Allocator::resetPeakStats(c10::DeviceIndex device) {
 
 std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
   check_device_index(device);
+  materialize_pending("memory statistics");
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());

@@ -198,26 +198,46 @@ def test_error_in_a_region_names_the_op_and_leaves_nothing_pending():
     assert (torch.ones(3, device="tpu") * 2).sum().item() == 6.0
 
 
-def test_out_of_memory_when_a_region_runs_is_the_cuda_error_and_recovers():
+def test_out_of_memory_is_raised_at_the_op_and_nothing_recorded_is_lost():
+    # Recorded tensors have no memory yet, but their bytes are counted: an op whose memory would
+    # not fit next to them runs at once (everything pending first), so the allocator's error
+    # comes from the line that asked for the memory, as in strict eager and on CUDA.
     from conftest import run_python
     out = run_python(
         """
         import torch, torchtpu
         torchtpu.set_eager_mode("fused")
-        a = torch.ones(10 << 20, dtype=torch.uint8, device="tpu")  # 10 MiB of 16 MiB
-        b = torch.ones(8 << 20, dtype=torch.uint8, device="tpu")   # recorded: no memory yet
-        try:
-            torchtpu.sync()
-            print("no error")
-        except torch.OutOfMemoryError as e:
-            print("oom")
-        del b
+        a = torch.ones(10 << 20, dtype=torch.uint8, device="tpu")  # 10 MiB of 16, recorded
+        s = a[:4].sum()                                            # recorded
+        for make in (lambda: torch.ones(8 << 20, dtype=torch.uint8, device="tpu"),
+                     lambda: a[:6 << 20].to(torch.int16)):          # 12 MiB
+            try:
+                make()
+                print("no-error")
+            except torch.OutOfMemoryError as e:
+                print("oom", str(e).split(".")[1].strip().replace(" ", "_"))
+            print(torchtpu._C.defer_pending_ops())
         c = torch.ones(4 << 20, dtype=torch.uint8, device="tpu")
-        print(int(a.sum().item()), int(c.sum().item()))
+        print(int(a.sum().item()), int(s.item()), int(c.sum().item()))
+        print(torchtpu.metrics.counters()["defer.memory_pressure"],
+              "memory pressure" in torchtpu.metrics.materializations())
         """,
         env={"TORCHTPU_HBM_BYTES": str(16 << 20)},
     )
-    assert out.stdout.split() == ["oom", str(10 << 20), str(4 << 20)]
+    assert out.stdout.split() == [
+        "oom", "Tried_to_allocate_8", "0", "oom", "Tried_to_allocate_12", "0",
+        str(10 << 20), "4", str(4 << 20), "2", "True"], out.stdout
+
+
+def test_memory_statistics_count_recorded_tensors():
+    base = torch.tpu.memory_allocated()
+    x = torch.ones(1 << 20, device="tpu")       # 4 MiB, recorded
+    y = x * 2 + 1                               # 4 MiB, recorded; x * 2 dies unseen
+    assert torchtpu._C.defer_pending_ops() > 0
+    assert torch.tpu.memory_allocated() - base == 8 << 20  # as strict eager would say
+    assert torchtpu._C.defer_pending_ops() == 0
+    assert "memory statistics" in torchtpu.metrics.materializations()
+    torch.testing.assert_close(y.cpu(), torch.full((1 << 20,), 3.0))
 
 
 def test_dump_regions_writes_the_ir(tmp_path):
