@@ -15,6 +15,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -74,6 +75,7 @@ struct State {
   std::vector<Node> nodes;
   uint64_t fingerprint = 0;
   std::unordered_map<uint64_t, int> local_pending;                 // record id -> local id
+  std::unordered_map<uint64_t, Dims> producer_shapes;  // record id -> shape it was written in
   std::unordered_map<const c10::StorageImpl*, int> local_external;  // storage -> local id
   // Every pending storage not yet materialized or dead (pruned as they go).
   std::unordered_map<uint64_t, std::shared_ptr<PendingStorage>> registry;
@@ -291,6 +293,79 @@ bool writes_without_reading(std::string_view base) { return base == "fill" || ba
 
 void flush_locked(State& s, const std::string& reason);
 
+// An element-wise op is described over the shape of the region that made one of its inputs
+// when its operands map their elements the same way in that shape (as a view would): a linear
+// layer on a [batch, seq, features] input multiplies the [batch * seq, features] matrix and
+// views the product back, a batched matmul makes [batch * heads, M, N] that attention views as
+// [batch, heads, M, N]; their bias, activation, scaling and residual add then have the
+// matmul's shape and join its region as the epilogue (and a chain over a reshaped value joins
+// the chain that made it). `shapes`: pending storage id -> the shape of the op that wrote it.
+// Remembers `shape` as the shape in which `node` wrote its pending outputs.
+void note_producer_shape(State& s, const Node& node, const Dims& shape) {
+  for (const auto& o : node.operands) {
+    if (o.written && o.pending) s.producer_shapes[o.pending->id] = shape;
+  }
+  for (const auto& o : node.results) {
+    if (o.written && o.pending) s.producer_shapes[o.pending->id] = shape;
+  }
+}
+
+void adopt_producer_shape(Node& node, const std::unordered_map<uint64_t, Dims>& shapes) {
+  const int64_t numel = c10::multiply_integers(node.shape);
+  if (numel == 0) return;
+  for (const auto& in : node.operands) {
+    if (!in.pending || in.written) continue;
+    auto it = shapes.find(in.pending->id);
+    if (it == shapes.end() || it->second == node.shape) continue;
+    const Dims& target = it->second;
+    if (c10::multiply_integers(target) != numel) continue;
+    struct Rewrite {
+      Operand* operand;
+      std::vector<int64_t> strides;
+    };
+    std::vector<Rewrite> rewrites;
+    bool ok = true;
+    auto plan_operand = [&](Operand& o) {
+      if (!ok || !o.defined() || o.sizes.empty()) return;  // 0-d operands broadcast anywhere
+      // The operand expanded to the op's shape (broadcast dimensions get stride 0) ...
+      const size_t n = node.shape.size();
+      c10::DimVector strides(n, 0);
+      const size_t lead = n - o.sizes.size();
+      for (size_t i = 0; i < o.sizes.size(); ++i) {
+        strides[lead + i] = (o.sizes[i] == 1 && node.shape[lead + i] != 1) ? 0 : o.strides[i];
+      }
+      // ... then viewed in the target shape.
+      auto viewed = at::detail::computeStride(c10::IntArrayRef(node.shape), strides,
+                                              c10::IntArrayRef(target));
+      if (!viewed) {
+        ok = false;
+        return;
+      }
+      rewrites.push_back({&o, std::move(*viewed)});
+    };
+    for (auto& o : node.operands) plan_operand(o);
+    for (auto& o : node.results) plan_operand(o);
+    if (!ok) continue;
+    for (auto& r : rewrites) {
+      Operand& o = *r.operand;
+      o.sizes = target;
+      o.strides.assign(r.strides.begin(), r.strides.end());
+      if (o.tensor.defined()) {
+        // An external tensor is handed to the kernel as it is: give it the new geometry too
+        // (an alias over the same storage, made without dispatching).
+        at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(
+            c10::TensorImpl::VIEW, c10::Storage(o.tensor.storage()), o.tensor.key_set(),
+            o.tensor.dtype());
+        alias.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides,
+                                                           o.tensor.storage_offset());
+        o.tensor = std::move(alias);
+      }
+    }
+    node.shape = target;
+    return;
+  }
+}
+
 // Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
 void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
             const std::string& name, c10::Device device, std::vector<at::Tensor> new_results,
@@ -387,6 +462,14 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
       }
       node.elementwise = ok;
       node.shape = out->sizes;
+      if (ok) {
+        adopt_producer_shape(node, s.producer_shapes);
+        note_producer_shape(s, node, node.shape);
+      }
+    }
+  } else if (base_nm == "mm" || base_nm == "addmm" || base_nm == "bmm" || base_nm == "baddbmm") {
+    for (const auto& o : node.operands) {
+      if (o.written) note_producer_shape(s, node, o.sizes);
     }
   }
 
@@ -759,6 +842,7 @@ void flush_locked(State& s, const std::string& reason) {
   const uint64_t fingerprint = s.fingerprint;
   s.fingerprint = 0;
   s.local_pending.clear();
+  s.producer_shapes.clear();
   s.local_external.clear();
   update_any_pending(s);
   const aten::KernelScope scope;  // the kernels run for real, not recorded again

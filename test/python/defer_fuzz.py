@@ -105,6 +105,10 @@ def run_program(program, device: str, seed: int):
         elif kind == "matmul":
             if x.dim() == 2:
                 pool.append(x @ x.t().contiguous())
+            elif x.dim() == 3 and st["r"] < 0.5:
+                # a linear layer on [batch, seq, features]: one matmul of the flattened input,
+                # viewed back, with a (strided) bias; later element-wise ops are its epilogue
+                pool.append(torch.nn.functional.linear(x, x[0], x[0, :, 0]))
             else:
                 pool.append(x.flatten().dot(x.flatten()).reshape(1))
         elif kind == "view":

@@ -106,6 +106,22 @@ def test_convolution_with_epilogue_keeps_its_result_out_of_hbm():
     del y
 
 
+def test_linear_on_a_3d_input_takes_its_epilogue():
+    # nn.Linear on [batch, seq, features] multiplies the flattened [batch * seq, features]
+    # matrix and views the product back; the activation and the residual add over the 3-d view
+    # are described over the matmul's shape and join its region.
+    x, w, b, r = torch.randn(4, 32, 64), torch.randn(128, 64), torch.randn(128), torch.randn(4, 32, 128)
+    xt, wt, bt, rt = (t.to("tpu") for t in (x, w, b, r))
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    y = torch.nn.functional.gelu(torch.nn.functional.linear(xt, wt, bt)) + rt
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b)) + r,
+                               rtol=1e-4, atol=1e-4)
+    c = counters()
+    assert c["defer.fused_matmul_regions"] == 1 and c["defer.ops_fused"] == 3, c
+    assert y.shape == (4, 32, 128) and y.is_contiguous()
+
+
 def test_python_scalars_are_runtime_arguments_no_recompile():
     x = torch.randn(32, 32, device="tpu")
     torchtpu.sync()
