@@ -190,6 +190,8 @@ const char* const kVpuOps[] = {
     "multilabel_margin_loss_backward",
     // discrete Fourier transforms (XLA runs FFTs on the TPU's vector units)
     "_fft_r2c", "_fft_c2r", "_fft_c2c",
+    // mixed precision: GradScaler's unscale-and-check and scale update
+    "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
     // dropout and losses
     "native_dropout", "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
     "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",

@@ -23,6 +23,7 @@ struct StreamQueue::Impl {
   struct Item {
     std::function<void()> work;
     std::string what;
+    std::function<void()> then;
   };
   mutable std::mutex mutex;
   std::condition_variable cv;       // work arrived
@@ -69,6 +70,9 @@ struct StreamQueue::Impl {
         error_what = item.what;
       }
       ++completed;
+      // Under the lock: whoever sees the stream drained sees `then` done, and the reverse.
+      // (`then` must not take this lock: an event's mark has its own.)
+      if (item.then) item.then();
       if (completed == enqueued) drained.notify_all();
     }
   }
@@ -87,7 +91,8 @@ void flush_pending_work(const char* reason) {
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
-void StreamQueue::enqueue(std::function<void()> work, std::string what) {
+void StreamQueue::enqueue(std::function<void()> work, std::string what,
+                          std::function<void()> then) {
   std::vector<std::function<void()>> finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();
@@ -102,7 +107,7 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what) {
     }).detach();
     impl_->started = true;
   }
-  impl_->items.push_back({std::move(work), std::move(what)});
+  impl_->items.push_back({std::move(work), std::move(what), std::move(then)});
   ++impl_->enqueued;
   impl_->cv.notify_one();
 }
@@ -292,7 +297,7 @@ void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
     std::lock_guard<std::mutex> lock(e->mutex);
     e->mark = mark;
   }
-  queue.enqueue([mark] { mark->complete(); }, "event record");
+  queue.enqueue([] {}, "event record", [mark] { mark->complete(); });
 }
 
 void block(void* handle, const c10::Stream& stream) {

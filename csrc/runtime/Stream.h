@@ -40,8 +40,10 @@ class StreamQueue {
   StreamQueue(const StreamQueue&) = delete;
   StreamQueue& operator=(const StreamQueue&) = delete;
 
-  // Appends work; `what` names it in error messages.
-  void enqueue(std::function<void()> work, std::string what);
+  // Appends work; `what` names it in error messages. `then` runs after the work has been
+  // counted as completed (an event record: whoever sees the event complete also sees the
+  // stream's work up to it complete, as stream queries on CUDA do).
+  void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {});
   // Waits until everything enqueued so far has run; rethrows the first error since the last
   // synchronization.
   void synchronize();
