@@ -13,8 +13,10 @@
 #include "runtime/Stream.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/TensorUtils.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/convolution.h>
@@ -490,6 +492,27 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
 // An element-wise out= op given an empty out tensor (PyTorch's generic kernels of some
 // non-structured ops, such as abs, pass `empty({0})`): the out tensor gets the broadcast shape of
 // the inputs, contiguous, over a pending storage, as the kernel would resize it.
+// The result an element-wise kernel's TensorIterator allocates for these inputs, as a meta
+// tensor: their broadcast shape, laid out in the inputs' memory order (a transposed input makes
+// a transposed result, as on the CPU). 0-d CPU tensors are scalars and take no part.
+at::Tensor elementwise_result_meta(const std::vector<at::Tensor>& inputs, c10::ScalarType dtype) {
+  at::Tensor meta_out = at::detail::empty_meta({0}, dtype, std::nullopt, std::nullopt,
+                                               std::nullopt, std::nullopt);
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(false).check_all_same_dtype(false).resize_outputs(true);
+  config.add_output(meta_out);
+  std::vector<at::Tensor> metas;
+  metas.reserve(inputs.size());
+  for (const at::Tensor& t : inputs) {
+    if (!t.defined() || (t.is_cpu() && t.dim() == 0)) continue;
+    metas.push_back(at::detail::empty_strided_meta(t.sizes(), t.strides(), t.scalar_type(),
+                                                   std::nullopt, std::nullopt, std::nullopt));
+    config.add_const_input(metas.back());
+  }
+  config.build();
+  return meta_out;
+}
+
 void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
                           c10::Device device) {
   if (!elementwise_name(base_name(schema.operator_name().name))) return;
@@ -510,15 +533,17 @@ void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::
   }
   if (out_index < 0) return;
   const at::Tensor& out = args[out_index].toTensor();
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int64_t j = static_cast<int64_t>(shape.size()) - 2; j >= 0; --j) {
-    strides[j] = strides[j + 1] * std::max<int64_t>(shape[j + 1], 1);
+  std::vector<at::Tensor> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].isTensor() && static_cast<int>(i) != out_index) inputs.push_back(args[i].toTensor());
   }
-  at::Tensor pending = make_pending_tensor(device, shape, strides,
-                                           out.scalar_type(),
+  const at::Tensor meta_out = elementwise_result_meta(inputs, out.scalar_type());
+  const auto strides = meta_out.strides().vec();
+  TORCH_INTERNAL_ASSERT(meta_out.sizes() == c10::IntArrayRef(shape));
+  at::Tensor pending = make_pending_tensor(device, shape, strides, out.scalar_type(),
                                            c10::multiply_integers(shape) * out.element_size());
   out.unsafeGetTensorImpl()->set_storage_keep_dtype(pending.storage());
-  out.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
+  out.unsafeGetTensorImpl()->set_sizes_and_strides(shape, strides);
 }
 
 // Results of the hottest ops returning new tensors, sized here as their CPU kernels size them
@@ -699,6 +724,35 @@ bool memory_pressure(c10::Device device, size_t bytes) {
   return true;
 }
 
+// native_dropout(input, p, train) in training, recorded without a graph break: its mask is
+// drawn at once into a fresh tensor (a random op that touches nothing pending runs in program
+// order without flushing), and the rest is recorded as element-wise ops, the ones PyTorch's CPU
+// kernel runs (bit for bit its results: output = input * (mask * scale), mask as bool).
+bool record_dropout(torch::jit::Stack* stack) {
+  auto args = torch::jit::last(*stack, 3);
+  if (!args[0].isTensor()) return false;
+  const at::Tensor input = args[0].toTensor();
+  const double p = args[1].toDouble();
+  const auto train = args[2].toOptional<bool>();
+  if ((train.has_value() && !*train) || !(p > 0 && p < 1) || input.numel() == 0 ||
+      !at::isFloatingType(input.scalar_type()) || !input.device().is_privateuseone()) {
+    return false;
+  }
+  at::Tensor output, mask;
+  {
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // as inside a kernel
+    at::Tensor noise = at::empty_like(input);  // laid out like the input, as on the CPU
+    noise.bernoulli_(1 - p);
+    output = input.mul(noise.mul(1 / (1 - p)));
+    mask = noise.to(at::kBool);
+  }
+  runtime::metrics::count("defer.dropouts_recorded");
+  torch::jit::drop(*stack, 3);
+  stack->push_back(std::move(output));
+  stack->push_back(std::move(mask));
+  return true;
+}
+
 bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
   State& s = state();
   const bool fused = runtime::eager_mode() == runtime::EagerMode::fused;
@@ -746,6 +800,9 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
 
   const std::string name = aten::op_name(op);
+  if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
+    return true;
+  }
   switch (capture) {
     case Capture::host_read:
       prepare_to_run(s, op, stack, "host read");
@@ -797,14 +854,14 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
   std::vector<at::Tensor> new_results;
   if (capture == Capture::new_results && name == "aten::relu") {
-    // relu's result is laid out like its input (when dense), in its dtype: no meta call.
+    // relu's result is laid out as TensorIterator lays it out (like its input when dense), in
+    // its dtype: no meta call.
     const at::Tensor& x = args[0].toTensor();
     new_results.push_back(x.is_non_overlapping_and_dense()
                               ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
                                                                x.scalar_type(), std::nullopt,
                                                                std::nullopt, std::nullopt)
-                              : at::detail::empty_meta(x.sizes(), x.scalar_type(), std::nullopt,
-                                                       std::nullopt, std::nullopt, std::nullopt));
+                              : elementwise_result_meta({x}, x.scalar_type()));
   } else if (capture == Capture::new_results) {
     std::string why;
     auto meta = sized_here(name, args);

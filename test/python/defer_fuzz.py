@@ -1,6 +1,6 @@
 """A randomized differential fuzzer for the eager modes: random programs of element-wise ops,
 reductions, matmuls, views, in-place updates on bases and views, broadcasting, non-contiguous
-inputs and mixed dtypes run on the CPU and on "tpu" in debug, strict and fused eager; every
+inputs, dropout and mixed dtypes run on the CPU and on "tpu" in debug, strict and fused eager; every
 value of the program must match the CPU's.
 
     python test/python/defer_fuzz.py --programs 2000          # the long run
@@ -34,8 +34,8 @@ def gen_program(seed: int, length: int = 12):
     n = len(inputs)
     for _ in range(length):
         kind = rng.choices(["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace",
-                            "inplace_view", "cast", "read"],
-                           weights=[4, 5, 3, 2, 1, 2, 2, 2, 1, 1])[0]
+                            "inplace_view", "cast", "read", "dropout"],
+                           weights=[4, 5, 3, 2, 1, 2, 2, 2, 1, 1, 1])[0]
         step = {"kind": kind, "a": rng.randrange(n), "b": rng.randrange(n),
                 "op": rng.choice(UNARY if kind == "unary" else BINARY),
                 "s": round(rng.uniform(-2, 2), 3), "r": rng.random()}
@@ -72,6 +72,7 @@ def broadcastable(x, y):
 def run_program(program, device: str, seed: int):
     inputs, steps = program
     gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)  # dropout draws from the device's default generator
     pool = []
     for spec in inputs:
         shape = spec["shape"]
@@ -130,6 +131,9 @@ def run_program(program, device: str, seed: int):
                 x.add_(st["s"])
         elif kind == "cast":
             pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
+        elif kind == "dropout":
+            # on views too: the mask is laid out like the input, as on the CPU
+            pool.append(torch.nn.functional.dropout(x, 0.25))
         elif kind == "read":
             reads.append(float(x.sum().item()))  # a host read in the middle of the program
     return pool, reads
@@ -159,12 +163,16 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
         with torchtpu.eager_mode(mode):
             try:
                 got, reads = run_program(program, "tpu", seed)
+                strides = [t.stride() for t in got]
                 got = [t.cpu() for t in got]
             except Exception as e:  # noqa: BLE001 - report, with the seed
                 return f"seed {seed} mode {mode}: raised {type(e).__name__}: {e}"
         for i, (r, g) in enumerate(zip(ref, got)):
             if r.shape != g.shape or r.dtype != g.dtype:
                 return f"seed {seed} mode {mode}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
+            if [st for st, n in zip(strides[i], r.shape) if n > 1] != [st for st, n in zip(r.stride(), r.shape) if n > 1]:
+                # layouts are PyTorch semantics too (and decide where a dropout mask lands)
+                return f"seed {seed} mode {mode}: value {i} has strides {strides[i]}, CPU {r.stride()}"
             # Matmuls run on the simulated MXU ("highest": six bf16 passes, about fp32);
             # bf16 casts are exact; everything else runs the CPU's kernels.
             if not torch.allclose(g, r, rtol=1e-4, atol=1e-4, equal_nan=True):
