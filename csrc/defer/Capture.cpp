@@ -295,13 +295,6 @@ bool writes_without_reading(std::string_view base) { return base == "fill" || ba
 
 void flush_locked(State& s, const std::string& reason);
 
-// An element-wise op is described over the shape of the region that made one of its inputs
-// when its operands map their elements the same way in that shape (as a view would): a linear
-// layer on a [batch, seq, features] input multiplies the [batch * seq, features] matrix and
-// views the product back, a batched matmul makes [batch * heads, M, N] that attention views as
-// [batch, heads, M, N]; their bias, activation, scaling and residual add then have the
-// matmul's shape and join its region as the epilogue (and a chain over a reshaped value joins
-// the chain that made it). `shapes`: pending storage id -> the shape of the op that wrote it.
 // Remembers `shape` as the shape in which `node` wrote its pending outputs.
 void note_producer_shape(State& s, const Node& node, const Dims& shape) {
   for (const auto& o : node.operands) {
@@ -312,6 +305,13 @@ void note_producer_shape(State& s, const Node& node, const Dims& shape) {
   }
 }
 
+// An element-wise op is described over the shape of the region that made one of its inputs
+// when its operands map their elements the same way in that shape (as a view would): a linear
+// layer on a [batch, seq, features] input multiplies the [batch * seq, features] matrix and
+// views the product back, a batched matmul makes [batch * heads, M, N] that attention views as
+// [batch, heads, M, N]; their bias, activation, scaling and residual add then have the
+// matmul's shape and join its region as the epilogue (and a chain over a reshaped value joins
+// the chain that made it). `shapes`: pending storage id -> the shape of the op that wrote it.
 void adopt_producer_shape(Node& node, const std::unordered_map<uint64_t, Dims>& shapes) {
   const int64_t numel = c10::multiply_integers(node.shape);
   if (numel == 0) return;
