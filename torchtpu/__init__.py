@@ -61,33 +61,38 @@ def get_fallback_mode() -> str:
 
 
 def set_eager_mode(mode: str) -> None:
-    """Selects how ops run: ``"strict"`` (default: enqueued on the device stream, the host
-    returns at once, errors surface at the next synchronization), ``"debug"`` (synchronous on
-    the calling thread, errors at the faulting op) or ``"fused"`` (DeferAndFuse; not
-    implemented yet). Pending work is finished first. Initially TORCHTPU_EAGER_MODE, or
-    TPU_LAUNCH_BLOCKING=1 (debug), TORCH_TPU_DEFER_AND_FUSE=1 (fused)."""
+    """Selects how ops run in the whole process: ``"strict"`` (default: enqueued on the device
+    stream, the host returns at once, errors surface at the next synchronization), ``"debug"``
+    (synchronous on the calling thread, errors at the faulting op) or ``"fused"``
+    (DeferAndFuse: ops are recorded and run as fused regions). Pending work is finished first.
+    Initially TORCHTPU_EAGER_MODE, or TPU_LAUNCH_BLOCKING=1 (debug), TORCH_TPU_DEFER_AND_FUSE=1
+    (fused). A thread inside ``with torchtpu.eager_mode(...)`` keeps its own mode; an op that
+    is running when another thread switches finishes in the mode it started in
+    (docs/eager-modes.md, "Threads")."""
     sync()
     _C.set_eager_mode(mode)
 
 
 def get_eager_mode() -> str:
+    """The mode the calling thread's ops run in."""
     return _C.get_eager_mode()
 
 
 class eager_mode:
-    """Scopes an eager mode: ``with torchtpu.eager_mode("debug"): ...``."""
+    """Scopes an eager mode to the calling thread, as autocast and ``torch.no_grad`` are:
+    ``with torchtpu.eager_mode("debug"): ...``. Other threads keep theirs; work recorded in
+    fused eager runs when the scope leaves fused eager."""
 
     def __init__(self, mode: str):
         self.mode = mode
         self.prev: str | None = None
 
     def __enter__(self):
-        self.prev = get_eager_mode()
-        set_eager_mode(self.mode)
+        self.prev = _C.exchange_thread_eager_mode(self.mode)
         return self
 
     def __exit__(self, *args) -> bool:
-        set_eager_mode(self.prev)
+        _C.exchange_thread_eager_mode(self.prev)
         return False
 
 
@@ -109,11 +114,27 @@ def cmake_prefix_path() -> str:
 
 def _finish_pending_work() -> None:
     # Work still queued on the device streams at exit must not run while the interpreter and
-    # torch tear down; an error it raises is reported, not lost.
-    try:
-        _C.sync()
-    except Exception as e:  # noqa: BLE001
-        _sys.stderr.write(f"torchtpu: queued device work failed at exit: {e}\n")
+    # torch tear down; an error it raises is reported, not lost. After a Ctrl-C (a
+    # KeyboardInterrupt raised by a wait for the device, or one that ends the program, or one
+    # during this drain) the queued work is dropped instead: nothing can observe it any more,
+    # and the user asked to stop.
+    interrupted = _C.interrupted_once() or isinstance(
+        getattr(_sys, "last_value", None), KeyboardInterrupt
+    )
+    if not interrupted:
+        try:
+            _C.sync()
+            return
+        except KeyboardInterrupt:
+            pass
+        except Exception as e:  # noqa: BLE001
+            _sys.stderr.write(f"torchtpu: queued device work failed at exit: {e}\n")
+            return
+    dropped = _C.cancel_queued_work()
+    if dropped:
+        _sys.stderr.write(
+            f"torchtpu: interrupted: {dropped} queued device operations were dropped at exit\n"
+        )
 
 
 import atexit as _atexit  # noqa: E402

@@ -12,6 +12,8 @@
 #include <ATen/core/stack.h>
 #include <torch/library.h>
 
+#include "runtime/Mode.h"
+
 #include <memory>
 #include <string>
 
@@ -52,6 +54,8 @@ class EntryKernel final : public c10::OperatorKernel {
       : kernel_(std::move(kernel)), capture_(capture) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
+    // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
+    const runtime::OpModeScope mode;
     if (!inside_kernel()) {
       if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_)) return;
     }

@@ -193,7 +193,7 @@ const char* const kVpuOps[] = {
     // mixed precision: GradScaler's unscale-and-check and scale update
     "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
     // dropout and losses
-    "native_dropout", "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
+    "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
     "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
     "binary_cross_entropy", "binary_cross_entropy_backward", "smooth_l1_loss",
     "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward",
@@ -487,6 +487,10 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
         outs.emplace_back(args[i].toTensor(), args[i].toTensor().sizes().vec());
       }
     }
+    std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
+    for (const auto& r : results) {
+      if (r.isTensor()) written.push_back(r.toTensor());
+    }
     launch(*device, name,
            [op, name, args = std::move(args), keep = std::move(keep), outs]() mutable {
              op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &args);
@@ -498,7 +502,8 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
                            "strict eager does not do it: pass an empty or correctly sized out "
                            "tensor (or use debug eager).");
              }
-           });
+           },
+           std::move(written));
     return;
   }
   const c10::ScalarType reduced =
@@ -517,9 +522,8 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
                            return t.defined() && t.scalar_type() == c10::kFloat ? t.to(reduced) : t;
                          });
   }
-  if (runtime::eager_mode() == runtime::EagerMode::debug) {
-    check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
-  }
+  // (Run on the calling thread in every mode: checked here with TORCHTPU_CHECK_NANS.)
+  check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
 }
 
 bool has_own_kernel(const c10::OperatorHandle& op) {
@@ -569,9 +573,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                  ? op_name.name
                                  : op_name.name + "." + op_name.overload_name;
     const bool new_results = returns_new_tensors(handle->schema());
-    // native_dropout draws from the default generator without a Generator argument.
-    const bool random = has_generator_argument(handle->schema()) ||
-                        op_name.name == "aten::native_dropout";
+    const bool random = has_generator_argument(handle->schema());
     const Capture capture = random ? Capture::random
                             : run_at_once(op_name.name) ? Capture::none
                             : new_results ? Capture::new_results

@@ -33,6 +33,10 @@
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
@@ -65,10 +69,23 @@ KernelScope::~KernelScope() { --t_kernel_depth; }
 // ---------------------------------------------------------------------------------------------
 // Launching device work (Launch.h)
 
-void wait_for_device(c10::Device device) {
-  if (runtime::asynchronous()) {
-    runtime::synchronize_device(device.index());
+std::optional<std::tuple<at::Tensor, at::Tensor>> dropout_on_device(const at::Tensor& input,
+                                                                     double p,
+                                                                     std::optional<bool> train) {
+  if ((train.has_value() && !*train) || !(p > 0 && p < 1) || input.numel() == 0 ||
+      !at::isFloatingType(input.scalar_type()) || !input.device().is_privateuseone()) {
+    return std::nullopt;
   }
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;  // as inside a kernel
+  at::Tensor noise = at::empty_like(input);  // laid out like the input, as on the CPU
+  noise.bernoulli_(1 - p);
+  at::Tensor output = input.mul(noise.mul(1 / (1 - p)));
+  return std::make_tuple(std::move(output), noise.to(at::kBool));
+}
+
+void wait_for_device(c10::Device device) {
+  // (In debug eager too: work queued by strict ops of this or another thread runs first.)
+  runtime::synchronize_device(device.index());
 }
 
 void check_results(const std::string& op, const std::vector<at::Tensor>& results) {
@@ -81,13 +98,34 @@ void check_results(const std::string& op, const std::vector<at::Tensor>& results
   }
 }
 
+namespace {
+thread_local std::string t_launch_note;
+}  // namespace
+
+LaunchNote::LaunchNote(std::string note) : previous_(std::move(t_launch_note)) {
+  t_launch_note = std::move(note);
+}
+LaunchNote::~LaunchNote() { t_launch_note = std::move(previous_); }
+
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results) {
+  if (!t_launch_note.empty()) op += t_launch_note;
   if (runtime::asynchronous()) {
+    if (runtime::check_nans() && !results.empty()) {
+      // Strict eager checks on the stream, after the work: the first op that made a NaN or Inf
+      // is reported at the next synchronization (the first error a stream keeps).
+      work = [work = std::move(work), op, results = std::move(results)] {
+        work();
+        check_results(op, results);
+      };
+    }
     runtime::queue_of(runtime::current_stream(device.index()))
         .enqueue(std::move(work), std::move(op));
     return;
   }
+  // Debug eager runs the work now, after whatever strict ops (of another thread, or before a
+  // mode switch) queued on the device.
+  wait_for_device(device);
   work();
   check_results(op, results);
 }
@@ -364,6 +402,53 @@ at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Gener
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.bernoulli_(p, g); });
 }
 
+// native_dropout: the mask from the device generator (Launch.h), the other cases as the CPU
+// kernel computes them.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  count_op("aten::native_dropout");
+  if (auto decomposed = dropout_on_device(input, p, train)) return *decomposed;
+  if (train.has_value() && !*train) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  TORCH_CHECK(input.numel() == 0 || at::isFloatingType(input.scalar_type()),
+              "dropout: expected a floating-point input on ", input.device(), ", got ",
+              input.scalar_type());
+  if (input.numel() == 0) return {input, at::empty_like(input)};
+  // p = 0 or p = 1 (nn.functional.dropout does not send these here): the same decomposition.
+  const double keep = 1 - p;
+  at::Tensor noise = at::empty_like(input);
+  noise.bernoulli_(keep);
+  return {input.mul(noise.mul(keep == 0 ? 0.0 : 1 / keep)), noise.to(at::kBool)};
+}
+
+// one_hot: PyTorch's composite checks the class values only on the CPU and CUDA; elsewhere a bad
+// value surfaces as scatter's index error. Here it is checked as on those devices (a host read,
+// as CUDA's check is), with their messages.
+at::Tensor one_hot(const at::Tensor& self, int64_t num_classes) {
+  count_op("aten::one_hot");
+  TORCH_CHECK(self.scalar_type() == at::kLong,
+              "one_hot is only applicable to index tensor of type LongTensor.");
+  std::vector<int64_t> shape = self.sizes().vec();
+  if (self.numel() == 0) {
+    TORCH_CHECK(num_classes != -1, "Can not infer total number of classes from empty tensor.");
+    shape.push_back(num_classes);
+    return at::empty(shape, self.options());
+  }
+  TORCH_CHECK(num_classes >= -1, "num_classes should be positive");
+  TORCH_CHECK(self.min().item<int64_t>() >= 0, "Class values must be non-negative.");
+  const int64_t largest = self.max().item<int64_t>();
+  if (num_classes == -1) {
+    num_classes = largest + 1;
+  } else {
+    TORCH_CHECK(largest < num_classes, "Class values must be smaller than num_classes.");
+  }
+  shape.push_back(num_classes);
+  at::Tensor result = at::zeros(shape, self.options());
+  result.scatter_(-1, self.unsqueeze(-1), 1);
+  return result;
+}
+
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
   count_op("aten::random_");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(g); });
@@ -534,6 +619,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", entry(TORCH_FN(random_to_), Capture::random));
   m.impl("random_.from", entry(TORCH_FN(random_from_), Capture::random));
   m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
+  m.impl("native_dropout", entry(TORCH_FN(native_dropout), Capture::random));
+  m.impl("one_hot", entry(TORCH_FN(one_hot), Capture::none));
   m.impl("histc", entry(TORCH_FN(histc), Capture::none));
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));

@@ -13,6 +13,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +23,19 @@ namespace torchtpu::aten {
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results = {});
+
+// While one is alive on this thread, device work launched is named with `note` appended (fused
+// eager appends the Python line where the op was recorded, for errors reported later).
+class LaunchNote {
+ public:
+  explicit LaunchNote(std::string note);
+  ~LaunchNote();
+  LaunchNote(const LaunchNote&) = delete;
+  LaunchNote& operator=(const LaunchNote&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 // Waits until every stream of `device` has run what was enqueued so far (rethrowing a queued
 // error, which names its op).
@@ -44,6 +59,15 @@ class ResultInHostMemory {
  private:
   bool previous_;
 };
+
+// native_dropout(input, p, train) in training on a floating-point input with 0 < p < 1, as the
+// ops the CPU kernel runs: a mask drawn by bernoulli_ from the device generator into a tensor laid
+// out like the input, output = input * (mask * (1 / (1 - p))), mask as bool. The strict and debug
+// kernel runs it inside the kernel; fused eager records the same ops, so every mode draws the same
+// numbers from the same generator. nullopt when the arguments are not that case.
+std::optional<std::tuple<at::Tensor, at::Tensor>> dropout_on_device(const at::Tensor& input,
+                                                                     double p,
+                                                                     std::optional<bool> train);
 
 // The cost model's VPU cycles per vreg of an op, by base name ("gelu"); 1 when not listed.
 double vpu_units(std::string_view base_name);

@@ -3,11 +3,13 @@
 // recorded first materialize the pending work they touch. See Defer.h.
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
+#include "aten/Launch.h"
 #include "defer/Defer.h"
 #include "defer/Graph.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
 #include "runtime/Env.h"
+#include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
@@ -23,6 +25,11 @@
 #include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/hash.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <array>
 #include <chrono>
@@ -61,6 +68,18 @@ void uncount_pending(PendingStorage& record) {
   if (!record.counted.exchange(false)) return;
   g_pending_bytes[static_cast<size_t>(record.device.index())] -=
       static_cast<int64_t>(runtime::Allocator::round_size(record.nbytes));
+}
+
+// The data pointer of a pending storage: one page of address space that is never readable or
+// writable, so that the storage is not taken for a null ("invalid") one, and a read that
+// bypasses the materializer below fails loudly instead of seeing stale memory.
+void* pending_address() {
+  static void* page = [] {
+    void* p = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TORCH_INTERNAL_ASSERT(p != MAP_FAILED, "fused eager: could not reserve the pending page");
+    return p;
+  }();
+  return page;
 }
 
 void token_deleter(void* ctx) {
@@ -107,20 +126,49 @@ void prune_registry(State& s) {
   }
 }
 
+void flush_locked(State& s, const std::string& reason);
+std::string current_location();
+
+// c10's storage materializer (c10/core/StorageMaterializer.h), installed on every pending
+// storage: a Python caller that asks for its memory (tensor.data_ptr(),
+// untyped_storage().data_ptr(), torch.save, copy.deepcopy, a C++ extension called from Python)
+// first runs the recorded work that the graph holds and gives the storage memory; counted as the
+// materialization "storage access" with its Python line. Ops ask for the data pointers of their
+// operands too (TensorIterator) without the GIL and without reading them: those accesses leave
+// the storage pending, and the materializer, which c10 clears after each call, is installed
+// again when the op is recorded (make_operand).
+void materialize_on_access(c10::StorageImpl* impl) {
+  const c10::DataPtr& data = impl->_mutable_data_ptr_no_checks();
+  if (data.get_deleter() != &token_deleter) return;
+  if (aten::inside_kernel() || !runtime::thread_holds_gil()) return;
+  std::shared_ptr<PendingStorage> record = static_cast<Token*>(data.get_context())->record;
+  State& s = state();
+  const std::string location = current_location();  // (before the lock: it takes the GIL)
+  {
+    auto lock = runtime::lock_without_gil(s.mutex);
+    if (s.local_pending.count(record->id) > 0) {
+      note_materialization("storage access", location);
+      flush_locked(s, "storage access");
+    }
+  }
+  materialize(*record);
+}
+
 at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
                                c10::IntArrayRef strides, c10::ScalarType dtype, size_t nbytes) {
   State& s = state();
   auto record = std::make_shared<PendingStorage>();
   record->device = device;
   record->nbytes = nbytes;
-  c10::DataPtr data(nullptr, new Token{record}, &token_deleter, device);
+  c10::DataPtr data(pending_address(), new Token{record}, &token_deleter, device);
   auto impl = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes,
                                                     std::move(data), &runtime::allocator(),
                                                     /*resizable=*/true);
+  impl->set_materializer(&materialize_on_access);
   record->impl.emplace(impl);
   count_pending(*record);
   {
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    auto lock = runtime::lock_without_gil(s.mutex);
     record->id = s.next_id++;
     if (s.registry.size() > 4096) prune_registry(s);
     s.registry.emplace(record->id, record);
@@ -225,7 +273,6 @@ bool is_runtime_scalar(const c10::Argument& a) {
 // ---------------------------------------------------------------------------------------------
 // Recording
 
-std::string current_location();
 
 Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
   Operand o;
@@ -241,6 +288,8 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
   o.neg = t.is_neg();
   h = c10::hash_combine(h, (o.conj ? 0x11 : 0) + (o.neg ? 0x22 : 0));
   if (auto record = pending_of(t.storage())) {
+    c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+    if (!impl->has_materializer()) impl->set_materializer(&materialize_on_access);
     auto [it, fresh] =
         s.local_pending.emplace(record->id, static_cast<int>(s.local_pending.size()));
     h = c10::hash_combine(h, 0x100000 + it->second);
@@ -291,9 +340,32 @@ std::vector<std::pair<size_t, size_t>> operand_ranges(const torch::jit::Stack& a
   return ranges;
 }
 
+// Ops whose kernels raise on the values they read: an integer tensor passed as an index or a
+// target (index_select, gather, scatter, embedding, index_put, nll_loss, ...: "index out of
+// range"), or an integer division (ZeroDivisionError). Node::checks_values.
+bool checks_values(const c10::FunctionSchema& schema,
+                   const std::vector<std::pair<size_t, size_t>>& ranges,
+                   const std::vector<Operand>& operands, std::string_view base) {
+  static const std::unordered_set<std::string_view> index_arguments = {"index", "indices",
+                                                                       "target", "offsets"};
+  static const std::unordered_set<std::string_view> integer_division = {
+      "div", "floor_divide", "remainder", "fmod"};
+  const bool divides = integer_division.count(base) > 0;
+  for (size_t i = 0; i < ranges.size() && i < schema.arguments().size(); ++i) {
+    const bool index = index_arguments.count(schema.arguments()[i].name()) > 0;
+    if (!index && !divides) continue;
+    for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
+      const Operand& o = operands[k];
+      if (o.defined() && o.read && c10::isIntegralType(o.dtype, /*includeBool=*/false)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool writes_without_reading(std::string_view base) { return base == "fill" || base == "zero"; }
 
-void flush_locked(State& s, const std::string& reason);
 
 // Remembers `shape` as the shape in which `node` wrote its pending outputs.
 void note_producer_shape(State& s, const Node& node, const Dims& shape) {
@@ -379,11 +451,14 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   node.name = name;
   node.capture = capture;
   node.device = device;
+  // The op runs on the stream it was recorded on, whichever thread flushes the graph.
+  node.stream = runtime::current_stream(device.index()).id();
   node.location = std::move(location);
   node.precision = sim::current_precision();  // the matmul precision in force at the op
   node.args.assign(stack->begin() + base, stack->end());
 
   size_t h = c10::hash_combine(s.fingerprint, std::hash<std::string>()(name));
+  h = c10::hash_combine(h, static_cast<size_t>(node.stream) * 0x9e3779b1 + device.index());
   for (size_t i = 0; i < num_args; ++i) {
     if (is_runtime_scalar(schema.arguments()[i])) continue;
     const c10::IValue& v = node.args[i];
@@ -475,6 +550,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     }
   }
 
+  node.checks_values = checks_values(schema, ranges, node.operands, base_nm);
   s.fingerprint = h;
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
@@ -693,12 +769,12 @@ void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* 
   torch::jit::Stack args(stack->end() - num_args, stack->end());
   bool touches;
   {
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    auto lock = runtime::lock_without_gil(s.mutex);
     touches = touches_graph(s, args);
   }
   if (touches) {
     const std::string location = current_location();
-    std::lock_guard<std::recursive_mutex> lock(s.mutex);
+    auto lock = runtime::lock_without_gil(s.mutex);
     note_materialization(reason, location);
     flush_locked(s, reason);
   }
@@ -713,12 +789,38 @@ void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* 
 // "memory pressure") and the op runs at once, as in strict eager: if its result does not fit,
 // out of memory is raised at the op that asked for the memory, with the allocator's message,
 // and nothing recorded is lost.
+// The same for the host, whose memory backs every simulated HBM: when the pending storages of
+// all devices and `bytes` more come near what the host has, the memory is taken now, so that a
+// host out of memory is raised at the op too, not later at a synchronization.
+bool host_memory_pressure(size_t bytes) {
+  static const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                  static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  int64_t pending = static_cast<int64_t>(bytes);
+  for (int d = 0; d < runtime::device_count() && d < static_cast<int>(kMaxDevices); ++d) {
+    pending += g_pending_bytes[d].load(std::memory_order_relaxed);
+  }
+  if (pending < physical / 4) return false;  // (cheap: only large requests read /proc/meminfo)
+  int64_t available = physical;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      long long kib = 0;
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) {
+        available = static_cast<int64_t>(kib) * 1024;
+        break;
+      }
+    }
+    std::fclose(f);
+  }
+  return pending > available;
+}
+
 bool memory_pressure(c10::Device device, size_t bytes) {
   const auto index = static_cast<size_t>(device.index());
   const int64_t needed = g_pending_bytes[index].load(std::memory_order_relaxed) +
                          static_cast<int64_t>(runtime::Allocator::round_size(bytes)) +
                          static_cast<int64_t>(runtime::allocator().allocated_bytes(device.index()));
-  if (needed <= runtime::hbm_capacity_bytes()) return false;
+  if (needed <= runtime::hbm_capacity_bytes() && !host_memory_pressure(bytes)) return false;
   runtime::metrics::count("defer.memory_pressure");
   materialize_all("memory pressure");
   return true;
@@ -726,30 +828,19 @@ bool memory_pressure(c10::Device device, size_t bytes) {
 
 // native_dropout(input, p, train) in training, recorded without a graph break: its mask is
 // drawn at once into a fresh tensor (a random op that touches nothing pending runs in program
-// order without flushing), and the rest is recorded as element-wise ops, the ones PyTorch's CPU
-// kernel runs (bit for bit its results: output = input * (mask * scale), mask as bool).
+// order without flushing), and the rest is recorded as element-wise ops: the decomposition that
+// the strict and debug kernel runs too (aten::dropout_on_device), so every mode gives the same
+// numbers for one seed.
 bool record_dropout(torch::jit::Stack* stack) {
   auto args = torch::jit::last(*stack, 3);
   if (!args[0].isTensor()) return false;
-  const at::Tensor input = args[0].toTensor();
-  const double p = args[1].toDouble();
-  const auto train = args[2].toOptional<bool>();
-  if ((train.has_value() && !*train) || !(p > 0 && p < 1) || input.numel() == 0 ||
-      !at::isFloatingType(input.scalar_type()) || !input.device().is_privateuseone()) {
-    return false;
-  }
-  at::Tensor output, mask;
-  {
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;  // as inside a kernel
-    at::Tensor noise = at::empty_like(input);  // laid out like the input, as on the CPU
-    noise.bernoulli_(1 - p);
-    output = input.mul(noise.mul(1 / (1 - p)));
-    mask = noise.to(at::kBool);
-  }
+  auto decomposed = aten::dropout_on_device(args[0].toTensor(), args[1].toDouble(),
+                                            args[2].toOptional<bool>());
+  if (!decomposed) return false;
   runtime::metrics::count("defer.dropouts_recorded");
   torch::jit::drop(*stack, 3);
-  stack->push_back(std::move(output));
-  stack->push_back(std::move(mask));
+  stack->push_back(std::move(std::get<0>(*decomposed)));
+  stack->push_back(std::move(std::get<1>(*decomposed)));
   return true;
 }
 
@@ -887,7 +978,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
   if (new_bytes > 0 && memory_pressure(*device, new_bytes)) return false;  // runs now
   std::string location = record_locations() ? current_location() : std::string();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   record(s, op, stack, capture, name, *device, std::move(new_results), std::move(location));
   return true;
 }
@@ -901,7 +992,12 @@ void flush_locked(State& s, const std::string& reason) {
   s.local_pending.clear();
   s.producer_shapes.clear();
   s.local_external.clear();
-  update_any_pending(s);
+  // any_pending stays set until the graph is enqueued: a synchronization point of another thread
+  // (an event record) that finds nothing pending must find the graph's work on the streams.
+  struct Settle {
+    State& s;
+    ~Settle() { update_any_pending(s); }
+  } settle{s};
   const aten::KernelScope scope;  // the kernels run for real, not recorded again
   run_graph(std::move(nodes), fingerprint, reason);
 }
@@ -910,7 +1006,7 @@ void on_sync_point(const char* reason) {
   if (aten::inside_kernel()) return;
   State& s = state();
   if (!s.any_pending.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   if (s.nodes.empty()) return;
   note_materialization(reason, std::string());
   flush_locked(s, reason);
@@ -949,24 +1045,27 @@ std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage) {
 bool materialize(PendingStorage& record) {
   if (record.materialized.load()) return true;
   if (record.dead.load()) return false;
+  // (Under the graph's lock: two threads must not give one storage two blocks.)
+  auto lock = runtime::lock_without_gil(state().mutex);
   c10::intrusive_ptr<c10::StorageImpl> impl = record.impl->lock();
   if (!impl) return false;
   if (impl->data_ptr().get_deleter() != &token_deleter) return true;
-  c10::DataPtr memory = runtime::allocator().allocate_on(record.device.index(), impl->nbytes());
-  mark_materialized(record);
-  impl->set_data_ptr_noswap(std::move(memory));  // the token goes; the record stays alive
+  give_memory(record, *impl,
+              runtime::allocator().allocate_on(record.device.index(), impl->nbytes()));
   return true;
 }
 
-void mark_materialized(PendingStorage& record) {
+void give_memory(PendingStorage& record, c10::StorageImpl& impl, c10::DataPtr memory) {
   record.materialized.store(true);
   uncount_pending(record);
+  impl.set_data_ptr_noswap(std::move(memory));  // the token goes; the record stays alive
+  impl.clear_materializer();
 }
 
 void flush(const std::string& reason) {
   State& s = state();
   if (!s.any_pending.load()) return;
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   if (s.nodes.empty()) return;
   note_materialization(reason, std::string());
   flush_locked(s, reason);
@@ -976,19 +1075,30 @@ void materialize_all(const std::string& reason) {
   State& s = state();
   if (!s.any_pending.load()) return;
   const std::string location = current_location();  // (before the lock: it takes the GIL)
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   if (!s.nodes.empty()) {
     note_materialization(reason, location);
     flush_locked(s, reason);
   }
-  for (auto& [id, record] : s.registry) materialize(*record);
+  // A storage that cannot get memory (out of memory) raises here once, and leaves the registry
+  // with the others: a later synchronization does not raise it again; an op that uses the
+  // tensor tries again (and raises at that op).
+  std::exception_ptr first_error;
+  for (auto& [id, record] : s.registry) {
+    try {
+      materialize(*record);
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
+  }
   s.registry.clear();
   update_any_pending(s);
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 int64_t pending_ops() {
   State& s = state();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   return static_cast<int64_t>(s.nodes.size());
 }
 
@@ -999,7 +1109,7 @@ bool record_locations() { return g_record_locations.load(std::memory_order_relax
 void set_max_pending_ops(int64_t n) {
   TORCH_CHECK_VALUE(n >= 1, "the pending graph size limit must be at least 1, got ", n);
   State& s = state();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  auto lock = runtime::lock_without_gil(s.mutex);
   s.max_ops = n;
 }
 

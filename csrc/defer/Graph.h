@@ -33,8 +33,9 @@ struct PendingStorage {
   std::atomic<bool> counted{false};       // its bytes are in its device's pending bytes
 };
 
-// Marks a pending storage as having memory now (and takes it out of the pending bytes).
-void mark_materialized(PendingStorage& record);
+// Gives a pending storage (`impl`, the storage of `record`) its memory: the record is marked
+// materialized and leaves the pending bytes, the token goes, the materializer is cleared.
+void give_memory(PendingStorage& record, c10::StorageImpl& impl, c10::DataPtr memory);
 
 // If `storage` is pending, its record.
 std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage);
@@ -62,7 +63,11 @@ struct Node {
   std::vector<Operand> operands;   // the tensor slots of args, in visit order
   std::vector<Operand> results;    // new_results: the pending tensors returned
   c10::Device device{c10::kPrivateUse1, 0};
+  c10::StreamId stream = 0;        // the current stream of `device` when the op was recorded
   bool elementwise = false;        // fusable: results have `shape`, operands broadcast to it
+  // The op can raise on the values it reads (an index out of range, an integer division by
+  // zero): never eliminated, so that fused eager reports what strict eager reports.
+  bool checks_values = false;
   Dims shape;
   std::string location;            // Python location, when recorded
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded

@@ -12,8 +12,11 @@
 #include "defer/Graph.h"
 #include "runtime/Allocator.h"
 #include "runtime/Env.h"
+#include "runtime/Errors.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
 #include "sim/CostModel.h"
 
 #include <ATen/Parallel.h>
@@ -225,6 +228,12 @@ bool debug_flag(const char* flag) {
   return !flags.empty() && ("," + flags + ",").find("," + std::string(flag) + ",") != std::string::npos;
 }
 
+// Where a node runs: its device and the stream it was recorded on. Only nodes of one place fuse
+// (a region is one launch on one stream).
+int64_t place_of(const Node& n) {
+  return (static_cast<int64_t>(n.device.index()) << 40) + static_cast<int64_t>(n.stream);
+}
+
 // One planning pass. `pinned`: ops that may not join a region out of program order.
 std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys& keys,
                                       const std::vector<char>& alive_keys,
@@ -234,7 +243,8 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
   const size_t P = keys.pending.size();
 
   // Dead-op elimination: an op is live when it writes an external tensor or a pending storage
-  // that is alive or read by a later live op.
+  // that is alive or read by a later live op, or when it checks values (Node::checks_values):
+  // its error must be raised even when nothing reads its result.
   std::vector<char> needed(alive_keys.begin(), alive_keys.end());
   plan->live.assign(n, 0);
   for (size_t i = n; i-- > 0;) {
@@ -242,7 +252,7 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
     for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
       if (o.written && (key < 0 || needed[key])) live = true;
     });
-    if (!live && !debug_flag("nodce")) continue;
+    if (!live && !nodes[i].checks_values && !debug_flag("nodce")) continue;
     plan->live[i] = 1;
     for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
       if (key >= 0 && (o.read || !o.written)) needed[key] = 1;
@@ -262,7 +272,7 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
     bool written;
   };
   std::vector<std::unordered_map<int, Access>> region_access;
-  std::map<std::pair<int, std::vector<int64_t>>, int> open_by_shape;  // (device, shape)
+  std::map<std::pair<int64_t, std::vector<int64_t>>, int> open_by_shape;  // (place, shape)
   std::unordered_map<int, int> last_writer, last_reader;
   auto deps_of = [&](size_t i) {
     int deps = -1;
@@ -311,7 +321,7 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
     const int deps = deps_of(i);
     int r = -1;
     if (node.elementwise && !debug_flag("nofuse")) {
-      const auto key = std::make_pair(int(node.device.index()),
+      const auto key = std::make_pair(place_of(node),
                                       std::vector<int64_t>(node.shape.begin(), node.shape.end()));
       auto it = open_by_shape.find(key);
       const bool out_of_order =
@@ -345,7 +355,7 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
       while (node.operands[in].written || !node.operands[in].defined()) ++in;
       const int key = keys.operands[i][in];
       const auto shape_key = std::make_pair(
-          int(node.device.index()),
+          place_of(node),
           std::vector<int64_t>(node.operands[in].sizes.begin(), node.operands[in].sizes.end()));
       auto it = open_by_shape.find(shape_key);
       auto writer = last_writer.find(key);
@@ -381,7 +391,7 @@ std::shared_ptr<Plan> build_plan_once(const std::vector<Node>& nodes, const Keys
       region.shape = out.sizes;
       region.nodes.push_back(static_cast<int>(i));
       r = open_region(std::move(region), std::move(access));
-      open_by_shape[std::make_pair(int(node.device.index()),
+      open_by_shape[std::make_pair(place_of(node),
                                    std::vector<int64_t>(out.sizes.begin(), out.sizes.end()))] = r;
     } else {
       Region region;
@@ -617,6 +627,13 @@ at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
 
 std::string where(const Node& n) {
   return n.location.empty() ? std::string() : " (recorded at " + n.location + ")";
+}
+
+// The one prefix of an error raised by a recorded op when its graph runs, whether the op runs
+// through its kernel or inside a fused region.
+std::string error_context(const std::string& name, const std::string& location) {
+  return name + (location.empty() ? std::string() : " (recorded at " + location + ")") +
+         ", run from the pending graph of fused eager: ";
 }
 
 // How a fused op reaches one operand in a block.
@@ -934,10 +951,9 @@ void FusedRegion::run() const {
               view(s).copy_(stack[r].toTensor());
             }
           }
-        } catch (const c10::Error& e) {
-          TORCH_CHECK(false, "in a fused region, ", f.name,
-                      f.location.empty() ? "" : " (recorded at " + f.location + ")", ": ",
-                      e.what_without_backtrace());
+        } catch (const c10::Error&) {
+          runtime::rethrow_with_context(std::current_exception(),
+                                        error_context(f.name, f.location));
         }
       }
     }
@@ -954,6 +970,7 @@ class Executor {
   void run() {
     for (size_t r = 0; r < plan_.regions.size(); ++r) {
       const Region& region = plan_.regions[r];
+      enter_stream_of(region);
       if (region.fused) {
         run_fused(region);
       } else {
@@ -965,6 +982,7 @@ class Executor {
         }
       }
     }
+    for (const auto& previous : entered_) runtime::exchange_stream(previous);
   }
 
  private:
@@ -1033,12 +1051,14 @@ class Executor {
     const auto previous = sim::precision_override();
     sim::set_precision_override(n.precision);
     try {
+      // (Work the kernel enqueues is named with the recorded line too, for errors reported at
+      // synchronization.)
+      const aten::LaunchNote note(n.location.empty() ? std::string() : where(n));
       n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
       sim::set_precision_override(previous);
-    } catch (const c10::Error& e) {
+    } catch (const c10::Error&) {
       sim::set_precision_override(previous);
-      TORCH_CHECK(false, n.name, where(n), ", run from the pending graph of fused eager: ",
-                  e.what_without_backtrace());
+      runtime::rethrow_with_context(std::current_exception(), error_context(n.name, n.location));
     }
     for (size_t r = 0; r < n.results.size(); ++r) {
       const int key = keys_.results[i][r];
@@ -1063,8 +1083,7 @@ class Executor {
       c10::intrusive_ptr<c10::StorageImpl> impl;
       if (alive_[k]) impl = p.impl->lock();
       if (impl) {
-        mark_materialized(p);
-        impl->set_data_ptr_noswap(from->set_data_ptr(c10::DataPtr(nullptr, real.device())));
+        give_memory(p, *impl, from->set_data_ptr(c10::DataPtr(nullptr, real.device())));
         memory_[k] = c10::Storage(std::move(impl));
       } else {
         memory_[k] = real.storage();
@@ -1123,6 +1142,10 @@ class Executor {
     for (int64_t s : region.shape) numel *= s;
     sim::Estimate prologue;
     double prologue_result_bytes = 0;
+    // TORCHTPU_CHECK_NANS: the values the region writes to memory are checked after it runs
+    // (the region is named; debug eager names the op).
+    const bool check_nans = runtime::check_nans();
+    std::vector<at::Tensor> written;
     for (int i : region.nodes) {
       Node& n = nodes_[i];
       if (region.reduction_last && i == region.nodes.back()) continue;  // after the launch
@@ -1186,6 +1209,9 @@ class Executor {
       if (foreign) count("emulated." + n.name);
       units += aten::vpu_units(base) * (foreign ? 10.0 : 1.0);
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
+        if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
+          written.push_back(tensor_of(o, key));  // checked after the region
+        }
         if (key == INT32_MIN || (key >= 0 && !plan_.memory[key]) || counted[key]) return;
         counted[key] = true;
         bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
@@ -1220,7 +1246,7 @@ class Executor {
     aten::launch(device,
                  "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
                      nodes_[region.nodes[0]].name + ", ...)",
-                 [fused] { fused->run(); }, {});
+                 [fused] { fused->run(); }, std::move(written));
     if (region.reduction_last) {
       // The reduction runs through its kernel after the element-wise work, reading the value
       // from the region buffer; its charge joins the region's single launch.
@@ -1247,6 +1273,45 @@ class Executor {
     if (region.matmul_first) count("defer.fused_matmul_regions");
   }
 
+  // Each region is enqueued on the stream its ops were recorded on (Node::stream), whichever
+  // thread flushes the graph. When a region uses a storage that a region on another stream of
+  // its device used before it in this graph, its stream first waits for that stream's work so
+  // far (an event), so that the graph's order holds across streams.
+  void enter_stream_of(const Region& region) {
+    const Node& first = nodes_[region.nodes[0]];
+    const c10::DeviceIndex device = first.device.index();
+    const c10::Stream stream(c10::Stream::UNSAFE, first.device, first.stream);
+    if (runtime::current_stream(device) != stream) {
+      const c10::Stream previous = runtime::exchange_stream(stream);  // (no flush: in a kernel)
+      if (std::none_of(entered_.begin(), entered_.end(),
+                       [&](const c10::Stream& e) { return e.device_index() == device; })) {
+        entered_.push_back(previous);
+      }
+    }
+    std::vector<c10::StreamId> waits;
+    for (int i : region.nodes) {
+      for_each_access(nodes_, keys_, i, [&](const Operand&, int key) {
+        if (key == INT32_MIN) return;
+        auto [it, fresh] = last_stream_.emplace(key, std::make_pair(device, first.stream));
+        if (!fresh && it->second.first == device && it->second.second != first.stream &&
+            std::find(waits.begin(), waits.end(), it->second.second) == waits.end()) {
+          waits.push_back(it->second.second);
+        }
+        it->second = std::make_pair(device, first.stream);
+      });
+    }
+    for (c10::StreamId other : waits) {
+      void* event = nullptr;
+      runtime::event::record(&event, c10::Stream(c10::Stream::UNSAFE, first.device, other),
+                             c10::EventFlag::PYTORCH_DEFAULT);
+      runtime::event::block(event, stream);
+      runtime::event::destroy(event);
+      count("defer.stream_waits");
+    }
+  }
+
+  std::vector<c10::Stream> entered_;  // the streams current before the graph, to restore
+  std::unordered_map<int, std::pair<c10::DeviceIndex, c10::StreamId>> last_stream_;
   std::vector<Node>& nodes_;
   const Keys& keys_;
   const Plan& plan_;

@@ -6,6 +6,7 @@
 #include "runtime/ChipSpec.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
+#include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
@@ -13,9 +14,12 @@
 #include "sim/Mxu.h"
 
 #include <ATen/Context.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
+
+#include <thread>
 
 namespace py = pybind11;
 
@@ -83,10 +87,46 @@ std::string python_location() {
   return found;
 }
 
+// runtime/HostWait.h, rule 1: a thread holding the GIL releases it while it waits for a lock.
+void run_without_gil(void (*fn)(void*), void* context) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    fn(context);
+  } else {
+    fn(context);
+  }
+}
+
+// runtime/HostWait.h, rule 2: on Python's main thread, a pending Ctrl-C becomes the
+// KeyboardInterrupt of the wait (other threads never handle signals in Python).
+std::thread::id g_main_thread;
+
+void raise_pending_interrupt() {
+  if (std::this_thread::get_id() != g_main_thread || !Py_IsInitialized()) return;
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return;
+  python_error error;
+  error.persist();
+  throw std::move(error);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
   defer::set_location_provider(&python_location);
+  g_main_thread = std::this_thread::get_id();
+  runtime::set_without_gil_hook(&run_without_gil);
+  runtime::set_interrupt_hook(&raise_pending_interrupt);
+  runtime::set_gil_held_hook([] { return Py_IsInitialized() && PyGILState_Check() != 0; });
+  // Errors that carry a Python exception (the KeyboardInterrupt of an interrupted wait) reach
+  // Python as that exception from these bindings too.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (python_error& e) {
+      e.restore();  // (a translator sets the Python error and returns)
+    }
+  });
   m.doc() = "torchtpu native bindings";
 
   m.def("_init", [] {
@@ -132,6 +172,22 @@ PYBIND11_MODULE(_C, m) {
     if (next != runtime::EagerMode::fused) defer::materialize_all("mode switch");
     runtime::set_eager_mode(next);
   });
+  m.def("exchange_thread_eager_mode",
+        [](std::optional<std::string> mode) -> std::optional<std::string> {
+          std::optional<runtime::EagerMode> next;
+          if (mode) next = runtime::eager_mode_from_name(*mode);
+          const auto current = runtime::eager_mode();
+          {
+            py::gil_scoped_release no_gil;
+            if (current == runtime::EagerMode::fused &&
+                next.value_or(runtime::process_eager_mode()) != current) {
+              defer::materialize_all("mode switch");
+            }
+          }
+          const auto previous = runtime::exchange_thread_eager_mode(next);
+          if (!previous) return std::nullopt;
+          return std::string(runtime::name(*previous));
+        });
   m.def("get_eager_mode", [] { return std::string(runtime::name(runtime::eager_mode())); });
   m.def("set_check_nans", [](bool on) { runtime::set_check_nans(on); });
   m.def("get_check_nans", [] { return runtime::check_nans(); });
@@ -141,6 +197,11 @@ PYBIND11_MODULE(_C, m) {
     for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
   });
 
+  m.def("interrupted_once", [] { return runtime::interrupted_once(); });
+  m.def("cancel_queued_work", [] {
+    py::gil_scoped_release no_gil;
+    return runtime::cancel_all_queued_work();
+  });
   m.def("defer_pending_ops", [] { return defer::pending_ops(); });
   m.def("defer_flush", [](const std::string& reason) {
     py::gil_scoped_release no_gil;

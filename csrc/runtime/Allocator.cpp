@@ -4,6 +4,7 @@
 #include "runtime/Device.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
+#include "runtime/Stream.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
@@ -131,8 +132,9 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
   const size_t rounded = round_size(bytes);
   const auto pool = pool_of(rounded);
   auto& s = state();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  std::unique_lock<std::recursive_mutex> lock(s.mutex);
   auto& d = s.devices[device];
+  const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
 
   void* ptr = nullptr;
   auto cached = d.cached.find(rounded);
@@ -140,13 +142,24 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     ptr = cached->second;
     d.cached.erase(cached);
   } else {
-    const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
-    if (d.reserved + rounded > capacity && !d.cached.empty()) {
-      d.stats.num_alloc_retries++;
-      release_cached(s, device);
-    }
-    if (d.reserved + rounded <= capacity) {
-      ptr = std::aligned_alloc(64, rounded);
+    // A request that does not fit first releases the cache, then waits for the work queued on
+    // the device's streams: the tensors that queued work holds are freed once it has run (as
+    // CUDA's caching allocator waits for the events of pending frees). Only then is it out of
+    // memory. (A stream's worker cannot wait for its own queue: it fails at once.)
+    for (int attempt = 0; attempt < 2 && ptr == nullptr; ++attempt) {
+      if (d.reserved + rounded > capacity && !d.cached.empty()) {
+        d.stats.num_alloc_retries++;
+        release_cached(s, device);
+      }
+      if (d.reserved + rounded <= capacity) {
+        ptr = std::aligned_alloc(64, rounded);
+        if (ptr == nullptr) break;  // the host itself is out of memory
+      } else if (attempt == 0 && !on_stream_worker()) {
+        metrics::count("allocator.waits_for_queued_frees");
+        lock.unlock();
+        release_queued_memory(device);
+        lock.lock();
+      }
     }
     if (ptr == nullptr) {
       d.stats.num_ooms++;
@@ -154,6 +167,9 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
       const size_t free_bytes = capacity > d.reserved ? capacity - d.reserved : 0;
       TORCH_CHECK_WITH(
           OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_bytes(bytes),
+          format_bytes(rounded) != format_bytes(bytes)
+              ? " (" + format_bytes(rounded) + " in the allocator's size classes)"
+              : std::string(),
           ". TPU ", int(device), " (simulated ", current_chip().name,
           " HBM) has a total capacity of ", format_bytes(capacity), " of which ",
           format_bytes(free_bytes), " is free. Of the allocated memory ",

@@ -25,9 +25,32 @@ std::atomic<bool>& nan_slot() {
   return on;
 }
 
+thread_local int t_thread_mode = -1;  // exchange_thread_eager_mode, or -1
+thread_local int t_op_mode = -1;      // OpModeScope, or -1
+
 }  // namespace
 
-EagerMode eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
+EagerMode eager_mode() {
+  if (t_op_mode >= 0) return static_cast<EagerMode>(t_op_mode);
+  if (t_thread_mode >= 0) return static_cast<EagerMode>(t_thread_mode);
+  return mode_slot().load(std::memory_order_relaxed);
+}
+
+EagerMode process_eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
+
+std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode) {
+  const int previous = t_thread_mode;
+  t_thread_mode = mode ? static_cast<int>(*mode) : -1;
+  if (previous < 0) return std::nullopt;
+  return static_cast<EagerMode>(previous);
+}
+
+OpModeScope::OpModeScope() : outermost_(t_op_mode < 0) {
+  if (outermost_) t_op_mode = static_cast<int>(eager_mode());
+}
+OpModeScope::~OpModeScope() {
+  if (outermost_) t_op_mode = -1;
+}
 
 void set_eager_mode(EagerMode mode) {
   // Work recorded by fused eager runs first; a switch to debug also drains the streams.
@@ -35,6 +58,8 @@ void set_eager_mode(EagerMode mode) {
     flush_pending_work("mode switch");
   }
   mode_slot().store(mode);
+  // The calling thread sees the mode it set, also inside a scope of its own.
+  if (t_thread_mode >= 0) t_thread_mode = static_cast<int>(mode);
 }
 
 const char* name(EagerMode mode) {

@@ -6,20 +6,48 @@
 //   strict : (default) device work is enqueued on the current stream of its device and run by
 //            the stream's worker thread; the host returns at once; errors surface at the next
 //            synchronization, naming the op.
-//   fused  : DeferAndFuse (not implemented yet: selecting it raises).
+//   fused  : DeferAndFuse: ops are recorded and run as fused regions at materialization points
+//            (defer/Defer.h).
 //
 // Initial mode: TORCHTPU_EAGER_MODE ("debug", "strict", "fused"); TorchTPU's variables are
 // honoured too: TPU_LAUNCH_BLOCKING=1 selects debug, TORCH_TPU_DEFER_AND_FUSE=1 fused.
+//
+// Threads (docs/eager-modes.md, "Threads"): set_eager_mode() sets the mode of the process;
+// exchange_thread_eager_mode() overrides it for one thread (torchtpu.eager_mode(...) as a context manager),
+// as PyTorch's autocast and grad modes are per thread. An op reads the mode once, when it enters
+// torchtpu (OpModeScope), and it and every op it calls run in that mode, so a switch made by
+// another thread never changes the mode halfway through an op. A synchronous (debug) op first
+// waits for the work queued on its device, and an op that is not recorded first runs the
+// recorded work it touches, so ops of different modes stay in program order.
+#include <optional>
 #include <string>
 
 namespace torchtpu::runtime {
 
 enum class EagerMode { debug, strict, fused };
 
+// The mode of the calling thread's current op, else of the thread, else of the process.
 EagerMode eager_mode();
 // Strict and fused eager enqueue device work on streams; debug eager runs it inline.
 inline bool asynchronous() { return eager_mode() != EagerMode::debug; }
 void set_eager_mode(EagerMode mode);
+
+// The mode of the process (what threads without a mode of their own use).
+EagerMode process_eager_mode();
+// Sets (or with nullopt clears) the calling thread's mode; returns the previous one.
+std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode);
+
+// Fixes the mode for the op entering torchtpu on this thread (the outermost scope wins).
+class OpModeScope {
+ public:
+  OpModeScope();
+  ~OpModeScope();
+  OpModeScope(const OpModeScope&) = delete;
+  OpModeScope& operator=(const OpModeScope&) = delete;
+
+ private:
+  bool outermost_;
+};
 const char* name(EagerMode mode);
 EagerMode eager_mode_from_name(const std::string& name);
 

@@ -1,6 +1,8 @@
 #include "runtime/Stream.h"
 
 #include "runtime/Device.h"
+#include "runtime/Errors.h"
+#include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 
 #include <ATen/Parallel.h>
@@ -15,6 +17,51 @@
 #include <vector>
 
 namespace torchtpu::runtime {
+
+namespace {
+thread_local bool t_stream_worker = false;
+
+// Batches of finished work being destroyed by host threads right now (outside the queues' locks).
+// The memory their captures hold is about to be freed: release_queued_memory waits for them.
+std::atomic<int> g_releasing{0};
+std::mutex g_release_mutex;
+std::condition_variable g_released;
+thread_local int t_releasing = 0;  // batches this thread is destroying (their destructors may
+                                   // allocate: such an allocation must not wait for itself)
+
+// Finished work taken from a queue (under its lock) and destroyed when this goes (after it).
+class FinishedWork {
+ public:
+  FinishedWork() = default;
+  explicit FinishedWork(std::vector<std::function<void()>> items) : items_(std::move(items)) {
+    if (!items_.empty()) ++g_releasing;
+  }
+  FinishedWork(const FinishedWork&) = delete;
+  FinishedWork& operator=(const FinishedWork&) = delete;
+  FinishedWork& operator=(FinishedWork&& other) noexcept {
+    release();
+    items_ = std::move(other.items_);
+    other.items_.clear();
+    return *this;
+  }
+  ~FinishedWork() { release(); }
+
+ private:
+  void release() {
+    if (items_.empty()) return;
+    ++t_releasing;
+    items_.clear();
+    --t_releasing;
+    if (--g_releasing == 0) {
+      std::lock_guard<std::mutex> lock(g_release_mutex);
+      g_released.notify_all();
+    }
+  }
+  std::vector<std::function<void()>> items_;
+};
+}  // namespace
+
+bool on_stream_worker() { return t_stream_worker; }
 
 // ---------------------------------------------------------------------------------------------
 // StreamQueue
@@ -39,13 +86,14 @@ struct StreamQueue::Impl {
   // GIL, which a host thread waiting for this stream may hold.
   std::vector<std::function<void()>> finished;
 
-  std::vector<std::function<void()>> take_finished() {
+  FinishedWork take_finished() {
     std::vector<std::function<void()>> out;
     out.swap(finished);
-    return out;
+    return FinishedWork(std::move(out));
   }
 
   void run() {
+    t_stream_worker = true;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       cv.wait(lock, [&] { return !items.empty(); });
@@ -93,7 +141,7 @@ StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority
 
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then) {
-  std::vector<std::function<void()>> finished;  // destroyed here, after the lock is released
+  FinishedWork finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();
   if (!impl_->started) {
@@ -114,30 +162,48 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
 
 void StreamQueue::synchronize() {
   flush_pending_work("stream synchronize");
-  std::vector<std::function<void()>> finished;  // destroyed on return, after the lock
+  FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
-  impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
+  wait_interruptibly(lock, impl_->drained, [&] { return impl_->completed == impl_->enqueued; });
   finished = impl_->take_finished();
   if (impl_->error) {
     auto error = impl_->error;
     auto what = impl_->error_what;
     impl_->error = nullptr;
     lock.unlock();
-    try {
-      std::rethrow_exception(error);
-    } catch (const c10::Error& e) {
-      TORCH_CHECK(false, "TPU error in '", what, "' on tpu:", int(device_), " stream ", id_,
-                  " (reported at synchronization): ", e.what_without_backtrace());
-    } catch (const std::exception& e) {
-      TORCH_CHECK(false, "TPU error in '", what, "' on tpu:", int(device_), " stream ", id_,
-                  " (reported at synchronization): ", e.what());
-    }
+    rethrow_with_context(error, "TPU error in '" + what + "' on tpu:" +
+                                    std::to_string(int(device_)) + " stream " +
+                                    std::to_string(id_) + " (reported at synchronization): ");
   }
 }
 
 bool StreamQueue::query() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->completed == impl_->enqueued;
+}
+
+void StreamQueue::wait_idle() {
+  FinishedWork finished;  // destroyed on return, after the lock
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  wait_interruptibly(lock, impl_->drained, [&] { return impl_->completed == impl_->enqueued; });
+  finished = impl_->take_finished();
+}
+
+size_t StreamQueue::cancel_queued() {
+  std::deque<Impl::Item> dropped;  // destroyed on return, after the lock
+  FinishedWork finished;
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  dropped.swap(impl_->items);
+  // The dropped items count as run; their `then` (event marks) complete, so nothing waits on
+  // them forever.
+  for (auto& item : dropped) {
+    ++impl_->completed;
+    if (item.then) item.then();
+  }
+  if (impl_->completed == impl_->enqueued) impl_->drained.notify_all();
+  impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
+  finished = impl_->take_finished();
+  return dropped.size();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -225,16 +291,39 @@ c10::Stream new_stream(c10::DeviceIndex device, int priority) {
   return make_stream(device, id);
 }
 
+namespace {
+std::vector<StreamQueue*> queues_of(c10::DeviceIndex device) {
+  std::vector<StreamQueue*> queues;
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto& [id, q] : r.queues[device]) queues.push_back(q.get());
+  return queues;
+}
+}  // namespace
+
 void synchronize_device(c10::DeviceIndex device) {
   flush_pending_work("device synchronize");
   check_device_index(device);
-  std::vector<StreamQueue*> queues;
-  {
-    auto& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    for (auto& [id, q] : r.queues[device]) queues.push_back(q.get());
+  for (auto* q : queues_of(device)) q->synchronize();
+}
+
+void release_queued_memory(c10::DeviceIndex device) {
+  if (on_stream_worker()) return;
+  check_device_index(device);
+  for (auto* q : queues_of(device)) q->wait_idle();
+  // Finished work another thread took from these queues may still be being destroyed.
+  without_gil([] {
+    std::unique_lock<std::mutex> lock(g_release_mutex);
+    wait_interruptibly(lock, g_released, [] { return g_releasing.load() <= t_releasing; });
+  });
+}
+
+size_t cancel_all_queued_work() {
+  size_t dropped = 0;
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    for (auto* q : queues_of(d)) dropped += q->cancel_queued();
   }
-  for (auto* q : queues) q->synchronize();
+  return dropped;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,7 +347,11 @@ struct Mark {
   }
   void wait() {
     std::unique_lock<std::mutex> lock(mutex);
-    cv.wait(lock, [&] { return done; });
+    if (on_stream_worker()) {
+      cv.wait(lock, [&] { return done; });  // (an event wait enqueued on another stream)
+    } else {
+      wait_interruptibly(lock, cv, [&] { return done; });
+    }
   }
   bool is_done() {
     std::lock_guard<std::mutex> lock(mutex);

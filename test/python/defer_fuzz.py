@@ -1,10 +1,19 @@
 """A randomized differential fuzzer for the eager modes: random programs of element-wise ops,
 reductions, matmuls, views, in-place updates on bases and views, broadcasting, non-contiguous
-inputs, dropout and mixed dtypes run on the CPU and on "tpu" in debug, strict and fused eager; every
-value of the program must match the CPU's.
+inputs, mixed dtypes, random ops (dropout, bernoulli_, randperm, randn on the device) interleaved
+with draws from the CPU generator, torch.save/torch.load and copy.deepcopy of tensors not computed
+yet, and errors raised inside the graph (an index out of range) run on the CPU and on "tpu" in
+debug, strict and fused eager; every value, every error and every host read of the program must
+match the CPU's.
 
     python test/python/defer_fuzz.py --programs 2000          # the long run
     python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
+    python test/python/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
+
+With --threads N, N threads each run programs, each thread in an eager mode of its own (the
+mode is per thread: torchtpu.eager_mode), against CPU references computed first; random ops are
+left out of those programs (threads share the device generator, so the order of draws is not the
+program's).
 
 test_defer.py runs a fixed-seed subset in CI. A failure prints the seed of the program; every
 failure it ever found is kept as a regression test in test_defer.py (REGRESSION_SEEDS).
@@ -12,8 +21,12 @@ failure it ever found is kept as a regression test in test_defer.py (REGRESSION_
 from __future__ import annotations
 
 import argparse
+import copy
+import io
 import random
 import sys
+import threading
+import time
 
 import torch
 import torchtpu
@@ -23,7 +36,13 @@ UNARY = ["relu", "sigmoid", "tanh", "neg", "abs", "exp_clamped", "sin", "square"
 BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
 
 
-def gen_program(seed: int, length: int = 12):
+KINDS = ["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace", "inplace_view", "cast",
+         "read", "dropout", "random", "host_random", "save", "deepcopy", "error"]
+WEIGHTS = [4, 5, 3, 2, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
+RANDOM_KINDS = ("dropout", "random", "host_random")
+
+
+def gen_program(seed: int, length: int = 12, random_ops: bool = True):
     rng = random.Random(seed)
     inputs = []
     for _ in range(rng.randint(2, 4)):
@@ -33,14 +52,14 @@ def gen_program(seed: int, length: int = 12):
     steps = []
     n = len(inputs)
     for _ in range(length):
-        kind = rng.choices(["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace",
-                            "inplace_view", "cast", "read", "dropout"],
-                           weights=[4, 5, 3, 2, 1, 2, 2, 2, 1, 1, 1])[0]
+        kind = rng.choices(KINDS, weights=WEIGHTS)[0]
+        while not random_ops and kind in RANDOM_KINDS:
+            kind = rng.choices(KINDS, weights=WEIGHTS)[0]
         step = {"kind": kind, "a": rng.randrange(n), "b": rng.randrange(n),
                 "op": rng.choice(UNARY if kind == "unary" else BINARY),
                 "s": round(rng.uniform(-2, 2), 3), "r": rng.random()}
         steps.append(step)
-        if kind not in ("inplace", "inplace_view", "read"):
+        if kind not in ("inplace", "inplace_view", "read", "error"):
             n += 1
     return inputs, steps
 
@@ -69,10 +88,22 @@ def broadcastable(x, y):
         return False
 
 
-def run_program(program, device: str, seed: int):
+def run_program(program, device: str, seed: int, seeded: bool = True):
+    """Runs the program; returns the values it made, its host reads and the errors it raised.
+
+    Random ops on the device draw from the device generator, seeded with seed + 1; on the CPU
+    reference they draw from a generator of their own seeded the same way (the tpu generator
+    gives the CPU's numbers for a seed), so that draws from the CPU generator in between
+    ("host_random") must not disturb them, nor they the CPU generator.
+    """
     inputs, steps = program
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # dropout draws from the device's default generator
+    if seeded:
+        torch.manual_seed(seed)
+        if device != "cpu":
+            torch.tpu.manual_seed(seed + 1)
+    device_gen = torch.Generator().manual_seed(seed + 1) if device == "cpu" else None
+    events = []
     pool = []
     for spec in inputs:
         shape = spec["shape"]
@@ -133,10 +164,43 @@ def run_program(program, device: str, seed: int):
             pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
         elif kind == "dropout":
             # on views too: the mask is laid out like the input, as on the CPU
-            pool.append(torch.nn.functional.dropout(x, 0.25))
+            if device == "cpu":  # native_dropout's CPU kernel, with the device generator
+                mask = torch.empty_like(x).bernoulli_(0.75, generator=device_gen)
+                pool.append(x * (mask * (1 / 0.75)))
+            else:
+                pool.append(torch.nn.functional.dropout(x, 0.25))
+        elif kind == "random":
+            g = {"generator": device_gen} if device == "cpu" else {}
+            if st["r"] < 0.4:
+                pool.append(torch.empty_like(x).bernoulli_(0.5, **g) * x)
+            elif st["r"] < 0.7:
+                perm = torch.randperm(x.shape[0] if x.dim() else 1, device=device, **g)
+                pool.append(x[perm] if x.dim() else x + perm.sum())
+            else:
+                pool.append(torch.randn(x.shape, device=device, **g) + x)
+        elif kind == "host_random":
+            # a draw from the CPU generator, moved to the device
+            pool.append(x + torch.rand(x.shape).to(device))
+        elif kind == "save":
+            buf = io.BytesIO()
+            torch.save({"t": x, "u": x * 2}, buf)  # x may not be computed yet
+            buf.seek(0)
+            loaded = torch.load(buf)
+            pool.append(loaded["u"] + loaded["t"])
+        elif kind == "deepcopy":
+            pool.append(copy.deepcopy(x * st["s"]))
+        elif kind == "error":
+            # an op that raises on its values (an index out of range); its result is dead
+            try:
+                torch.index_select(x.reshape(-1), 0, torch.tensor([x.numel() + 3], device=device))
+                if device != "cpu":
+                    torchtpu.sync()
+                events.append("no error")
+            except IndexError:
+                events.append("IndexError")
         elif kind == "read":
             reads.append(float(x.sum().item()))  # a host read in the middle of the program
-    return pool, reads
+    return pool, reads, events
 
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False) -> str | None:
@@ -147,7 +211,7 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
         for s in program[1]:
             print(s)
     try:
-        ref, ref_reads = run_program(program, "cpu", seed)
+        reference = run_program(program, "cpu", seed)
     except RuntimeError as cpu_error:
         # The CPU refuses the program: every mode must refuse it with the same kind of error.
         for mode in modes:
@@ -160,28 +224,69 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
                 return f"seed {seed} mode {mode}: ran a program the CPU refuses ({cpu_error})"
         return None
     for mode in modes:
-        with torchtpu.eager_mode(mode):
-            try:
-                got, reads = run_program(program, "tpu", seed)
-                strides = [t.stride() for t in got]
-                got = [t.cpu() for t in got]
-            except Exception as e:  # noqa: BLE001 - report, with the seed
-                return f"seed {seed} mode {mode}: raised {type(e).__name__}: {e}"
-        for i, (r, g) in enumerate(zip(ref, got)):
-            if r.shape != g.shape or r.dtype != g.dtype:
-                return f"seed {seed} mode {mode}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
-            if [st for st, n in zip(strides[i], r.shape) if n > 1] != [st for st, n in zip(r.stride(), r.shape) if n > 1]:
-                # layouts are PyTorch semantics too (and decide where a dropout mask lands)
-                return f"seed {seed} mode {mode}: value {i} has strides {strides[i]}, CPU {r.stride()}"
-            # Matmuls run on the simulated MXU ("highest": six bf16 passes, about fp32);
-            # bf16 casts are exact; everything else runs the CPU's kernels.
-            if not torch.allclose(g, r, rtol=1e-4, atol=1e-4, equal_nan=True):
-                err = (g - r).abs().max().item()
-                return f"seed {seed} mode {mode}: value {i} differs from the CPU by {err}"
-        for a, b in zip(ref_reads, reads):
-            if abs(a - b) > 1e-3 * max(1.0, abs(a)):
-                return f"seed {seed} mode {mode}: host read {b} != CPU {a}"
+        err = compare(seed, program, mode, reference)
+        if err:
+            return err
     return None
+
+
+def compare(seed, program, mode, reference, seeded=True) -> str | None:
+    """Runs the program on tpu in `mode` (this thread's mode) and compares it with the CPU's."""
+    ref, ref_reads, ref_events = reference
+    with torchtpu.eager_mode(mode):
+        try:
+            got, reads, events = run_program(program, "tpu", seed, seeded)
+            strides = [t.stride() for t in got]
+            got = [t.cpu() for t in got]
+        except Exception as e:  # noqa: BLE001 - report, with the seed
+            return f"seed {seed} mode {mode}: raised {type(e).__name__}: {e}"
+    if events != ref_events:
+        return f"seed {seed} mode {mode}: errors {events}, CPU {ref_events}"
+    for i, (r, g) in enumerate(zip(ref, got)):
+        if r.shape != g.shape or r.dtype != g.dtype:
+            return f"seed {seed} mode {mode}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
+        if [st for st, n in zip(strides[i], r.shape) if n > 1] != [st for st, n in zip(r.stride(), r.shape) if n > 1]:
+            # layouts are PyTorch semantics too (and decide where a dropout mask lands)
+            return f"seed {seed} mode {mode}: value {i} has strides {strides[i]}, CPU {r.stride()}"
+        # Matmuls run on the simulated MXU ("highest": six bf16 passes, about fp32);
+        # bf16 casts are exact; everything else runs the CPU's kernels.
+        if not torch.allclose(g, r, rtol=1e-4, atol=1e-4, equal_nan=True):
+            err = (g - r).abs().max().item()
+            return f"seed {seed} mode {mode}: value {i} differs from the CPU by {err}"
+    for a, b in zip(ref_reads, reads):
+        if abs(a - b) > 1e-3 * max(1.0, abs(a)):
+            return f"seed {seed} mode {mode}: host read {b} != CPU {a}"
+    return None
+
+
+def check_threaded(seeds, threads: int, length: int, modes=("debug", "strict", "fused")):
+    """Runs the programs of `seeds` (without random ops) in `threads` threads at once, thread i in
+    mode modes[i % 3]; returns the failures."""
+    programs = {seed: gen_program(seed, length, random_ops=False) for seed in seeds}
+    references = {}
+    for seed, program in programs.items():
+        try:
+            references[seed] = run_program(program, "cpu", seed, seeded=False)
+        except RuntimeError:
+            pass  # the CPU refuses it: the single-threaded fuzzer covers those
+    work = sorted(references)
+    failures = []
+    lock = threading.Lock()
+
+    def worker(i):
+        mode = modes[i % len(modes)]
+        for seed in work[i::threads]:
+            err = compare(seed, programs[seed], mode, references[seed], seeded=False)
+            if err:
+                with lock:
+                    failures.append(err)
+
+    pool = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return failures
 
 
 def main():
@@ -190,13 +295,30 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--length", type=int, default=12)
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="run programs in this many threads at once (modes per thread)")
     args = parser.parse_args()
     failures = []
-    for seed in range(args.seed, args.seed + args.programs):
-        err = check(seed, length=args.length, show=args.show)
-        if err:
-            print("FAIL", err, flush=True)
-            failures.append(seed)
+    start = time.time()
+    if args.threads:
+        batch = 200
+        for first in range(args.seed, args.seed + args.programs, batch):
+            seeds = range(first, min(first + batch, args.seed + args.programs))
+            for err in check_threaded(seeds, args.threads, args.length):
+                print("FAIL", err, flush=True)
+                failures.append(int(err.split()[1]))
+            print(f"  {seeds[-1] - args.seed + 1}/{args.programs} programs, "
+                  f"{len(failures)} failures, {time.time() - start:.0f} s", flush=True)
+    else:
+        for seed in range(args.seed, args.seed + args.programs):
+            err = check(seed, length=args.length, show=args.show)
+            if err:
+                print("FAIL", err, flush=True)
+                failures.append(seed)
+            done = seed - args.seed + 1
+            if done % 500 == 0:
+                print(f"  {done}/{args.programs} programs, {len(failures)} failures, "
+                      f"{time.time() - start:.0f} s", flush=True)
     print(f"{args.programs} programs, {len(failures)} failures: {failures[:50]}")
     sys.exit(1 if failures else 0)
 

@@ -1,0 +1,294 @@
+"""The stress suite: mixed threaded load on "tpu", every result compared with the CPU, each round
+in a subprocess under a watchdog so that a hang fails the run instead of freezing it.
+
+    python test/stress/stress.py --minutes 10            # 10 minutes per mode (the release tier)
+    python test/stress/stress.py --seconds 20            # the short tier (scripts/test.sh)
+    python test/stress/stress.py --mode fused --minutes 1
+
+A round runs, for `--round` seconds, in one process: compute threads over every simulated device,
+each on a stream of its own (half of them in a thread-scoped eager mode), a producer and a
+consumer on two streams ordered by events, a thread polling the memory statistics, in every other round a thread
+switching the process's eager mode under the others, and a queue-bound loop under a small HBM (queued work holds
+the memory; the allocator must wait for it, never fail). Every third round is interrupted with
+SIGINT at a random moment while its main thread waits for queued work: the process must be gone
+within a second. The run ends with a
+summary per mode (rounds, iterations checked, wrong results, errors, hangs, interrupt latency)
+and exits non-zero on any failure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+MODES = ("strict", "debug", "fused")
+HBM_BYTES = 96 << 20  # small: the queue-bound loop's queued results do not fit in it
+
+
+def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> None:
+    """One round (runs in the subprocess). Prints one JSON line with its counts. `switching`:
+    a thread switches the process's mode and half the compute threads keep a mode of their own;
+    otherwise every thread runs in the mode the round started in."""
+    import torch
+    import torchtpu
+
+    rng = random.Random(seed)
+    stop = threading.Event()
+    counts = {"iterations": 0, "wrong": 0, "errors": [], "wrong_in": {}}
+    lock = threading.Lock()
+
+    def note(wrong: bool = False, error: str | None = None, where: str = ""):
+        with lock:
+            counts["iterations"] += 1
+            counts["wrong"] += int(wrong)
+            if wrong:
+                counts["wrong_in"][where] = counts["wrong_in"].get(where, 0) + 1
+            if error:
+                counts["errors"].append(error)
+
+    g = torch.Generator().manual_seed(seed)
+    w1, b1 = torch.randn(64, 128, generator=g) * 0.1, torch.randn(128, generator=g)
+    w2 = torch.randn(128, 32, generator=g) * 0.1
+    x = torch.randn(48, 64, generator=g)
+    expect = (torch.nn.functional.gelu(x @ w1 + b1) @ w2).softmax(-1).sum(0)
+    mlp_expect = expect
+
+    def compute(i: int):
+        device = torch.device("tpu", i % torch.tpu.device_count())
+        mode = MODES[i % 3] if i % 2 and switching else None  # a mode of their own
+        with torch.tpu.device(device):
+            stream = torch.tpu.Stream()
+            tensors = [t.to(device) for t in (w1, b1, w2, x)]
+            while not stop.is_set():
+                try:
+                    ctx = torchtpu.eager_mode(mode) if mode else _nothing()
+                    with ctx, torch.tpu.stream(stream):
+                        a, b, c, d = tensors
+                        out = (torch.nn.functional.gelu(d @ a + b) @ c).softmax(-1).sum(0)
+                        got = out.cpu()
+                    note(wrong=not torch.allclose(got, mlp_expect, rtol=2e-3, atol=2e-3),
+                         where=f"compute on {device} in {mode or 'the process mode'}")
+                except Exception as e:  # noqa: BLE001
+                    note(error=f"compute {i}: {type(e).__name__}: {e}")
+                    return
+
+    def producer_consumer():
+        a, b = torch.tpu.Stream(), torch.tpu.Stream()
+        handoff: queue.Queue = queue.Queue(maxsize=4)
+
+        def produce():
+            k = 0
+            while not stop.is_set():
+                k += 1
+                with torch.tpu.stream(a):
+                    buf = torch.empty(256, 256, device="tpu").fill_(float(k % 97))
+                    doubled = buf * 2
+                    event = torch.tpu.Event()
+                    event.record(a)
+                try:
+                    handoff.put((k % 97, doubled, event), timeout=0.5)
+                except queue.Full:
+                    pass
+            handoff.put(None)
+
+        def consume():
+            while True:
+                item = handoff.get()
+                if item is None:
+                    return
+                k, doubled, event = item
+                try:
+                    with torch.tpu.stream(b):
+                        b.wait_event(event)
+                        total = doubled.sum().item()
+                    note(wrong=total != 2.0 * k * 256 * 256, where="stream consumer")
+                except Exception as e:  # noqa: BLE001
+                    note(error=f"consumer: {type(e).__name__}: {e}")
+                    return
+
+        threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def poll_statistics():
+        while not stop.is_set():
+            try:
+                torch.tpu.memory_allocated()
+                torch.tpu.memory_stats()
+                torch.tpu.mem_get_info()
+                torch.tpu.max_memory_allocated()
+            except Exception as e:  # noqa: BLE001
+                note(error=f"statistics: {type(e).__name__}: {e}")
+                return
+            time.sleep(0.0005)
+
+    def switch_modes():
+        while not stop.is_set():
+            torchtpu.set_eager_mode(rng.choice(MODES))
+            time.sleep(rng.uniform(0.001, 0.02))
+
+    def queue_bound():
+        big = torch.randn(1024, 1024, device="tpu")  # 4 MiB; HBM_BYTES holds 24 of them
+        ref = None
+        while not stop.is_set():
+            try:
+                for _ in range(40):
+                    y = big @ big  # nothing reads y: the queue runs ahead of the device
+                value = y[0, :8].cpu()
+                if ref is None:
+                    ref = (big.cpu() @ big.cpu())[0, :8]
+                note(wrong=not torch.allclose(value, ref, rtol=1e-3, atol=1e-2), where="queue-bound")
+            except Exception as e:  # noqa: BLE001
+                note(error=f"queue-bound: {type(e).__name__}: {e}")
+                return
+
+    loads = os.environ.get("STRESS_LOADS", "compute,streams,statistics,switch,queue").split(",")
+    if not switching:
+        loads = [name for name in loads if name != "switch"]
+    threads = [threading.Thread(target=compute, args=(i,), daemon=True)
+               for i in range(4 if "compute" in loads else 0)]
+    threads += [threading.Thread(target=f, daemon=True)
+                for name, f in (("streams", producer_consumer), ("statistics", poll_statistics),
+                                ("switch", switch_modes), ("queue", queue_bound))
+                if name in loads]
+    for t in threads:
+        t.start()
+    print("started", flush=True)
+    deadline = time.time() + seconds
+    if interruptible:
+        # The main thread queues work and waits for it, so that SIGINT lands in host waits.
+        big = torch.randn(1024, 1024, device="tpu")
+        while time.time() < deadline:
+            for _ in range(20):
+                y = big @ big
+            torch.tpu.synchronize()
+    else:
+        while time.time() < deadline:
+            time.sleep(0.05)
+    stop.set()
+    for t in threads:
+        t.join()
+    torchtpu.sync()
+    print(json.dumps(counts), flush=True)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        return False
+
+
+def run_round(mode: str, seconds: float, seed: int, interrupt: bool, switching: bool) -> dict:
+    env = dict(os.environ, TORCHTPU_EAGER_MODE=mode, TORCHTPU_HBM_BYTES=str(HBM_BYTES))
+    cmd = [sys.executable, __file__, "--worker", "--seconds", str(seconds), "--seed", str(seed)]
+    if interrupt:
+        cmd.append("--interruptible")
+    if switching:
+        cmd.append("--switching")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    result = {"mode": mode, "seed": seed, "hang": False, "interrupt_s": None, "iterations": 0,
+              "wrong": 0, "errors": [], "wrong_in": {}}
+    try:
+        if interrupt:
+            assert proc.stdout.readline().strip() == "started"
+            time.sleep(random.Random(seed).uniform(0.2, seconds))
+            sent = time.time()
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                result["hang"] = True
+            result["interrupt_s"] = time.time() - sent
+            out, err = proc.communicate(timeout=30)
+            if not result["hang"] and "KeyboardInterrupt" not in err and proc.returncode != 0:
+                result["errors"].append(f"exit {proc.returncode}: {err[-800:]}")
+            return result
+        out, err = proc.communicate(timeout=seconds + 120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        result["hang"] = True
+        return result
+    lines = [l for l in out.splitlines() if l.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        result["errors"].append(f"exit {proc.returncode}: {err[-1500:]}")
+        return result
+    result.update(json.loads(lines[-1]))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=MODES, action="append")
+    parser.add_argument("--minutes", type=float)
+    parser.add_argument("--seconds", type=float, default=20, help="per mode, when no --minutes")
+    parser.add_argument("--round", type=float, default=15, help="seconds per round")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", help="write the summary here")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--interruptible", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--switching", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.seconds, args.seed, args.interruptible, args.switching)
+        return
+    per_mode = args.minutes * 60 if args.minutes else args.seconds
+    summary = {}
+    failed = False
+    for mode in args.mode or MODES:
+        start = time.time()
+        rounds, seed = [], args.seed
+        while time.time() - start < per_mode:
+            length = min(args.round, max(2.0, per_mode - (time.time() - start)))
+            # Rounds cycle: the mode alone, modes switched under running threads, interrupted.
+            interrupt = len(rounds) % 3 == 2
+            switching = len(rounds) % 3 == 1
+            r = run_round(mode, min(length, 5.0) if interrupt else length, seed, interrupt,
+                          switching)
+            rounds.append(r)
+            seed += 1
+            bad = r["hang"] or r["wrong"] or r["errors"] or (r["interrupt_s"] or 0) > 1.0
+            failed = failed or bool(bad)
+            what = (f"SIGINT -> exit in {r['interrupt_s']:.2f} s" if r["interrupt_s"] is not None
+                    else f"{r['iterations']} results checked, {r['wrong']} wrong"
+                    + (" (modes switched)" if switching else ""))
+            print(f"[{mode}] round {len(rounds)} ({time.time() - start:.0f}/{per_mode:.0f} s): {what}"
+                  f"{' ' + str(r['wrong_in']) if r['wrong'] else ''}"
+                  f"{', HANG' if r['hang'] else ''}{', errors: ' + str(r['errors'][:2]) if r['errors'] else ''}",
+                  flush=True)
+        latencies = [r["interrupt_s"] for r in rounds if r["interrupt_s"] is not None]
+        summary[mode] = {
+            "seconds": round(time.time() - start, 1),
+            "rounds": len(rounds),
+            "iterations": sum(r["iterations"] for r in rounds),
+            "wrong": sum(r["wrong"] for r in rounds),
+            "errors": sum(len(r["errors"]) for r in rounds),
+            "hangs": sum(r["hang"] for r in rounds),
+            "interrupts": len(latencies),
+            "max_interrupt_s": round(max(latencies), 3) if latencies else None,
+        }
+    print("\nstress summary")
+    for mode, s in summary.items():
+        print(f"  {mode:6s}: {s['seconds']:.0f} s, {s['rounds']} rounds, {s['iterations']} results "
+              f"checked, {s['wrong']} wrong, {s['errors']} errors, {s['hangs']} hangs, "
+              f"{s['interrupts']} interrupts (slowest exit {s['max_interrupt_s']} s)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    print(f"{sum(s['rounds'] for s in summary.values()) - (1 if failed else 0)} passed, {1 if failed else 0} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
