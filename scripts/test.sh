@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest,
 # the pytest suite in each eager mode (which also builds and runs the LibTorch C++ example through
-# find_package(torchtpu)), PyTorch's ModuleInfo sweep, and the CI tier of the OpInfo sweep (one
+# find_package(torchtpu)), the stress suite's short tier, PyTorch's ModuleInfo sweep, and the CI tier of the OpInfo sweep (one
 # shard of eight; the whole sweep is scripts/opinfo_sweep.sh). The sweeps run in pytest
 # processes of their own: PyTorch's test utilities change global state when imported.
 set -euo pipefail
@@ -17,6 +17,8 @@ echo "== Python tests (pytest) again in debug eager"
 TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
 echo "== Python tests (pytest) again in fused eager (DeferAndFuse)"
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q "$@"
+echo "== stress suite, short tier (10 s per mode; the release tier is scripts/stress.sh)"
+"$PYTHON" test/stress/stress.py --seconds 10 --round 10
 echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)

@@ -2,11 +2,16 @@
 // Run with TORCHTPU_HBM_BYTES=64 MiB (see CMakeLists.txt).
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
+#include "runtime/Stream.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <vector>
 
 using torchtpu::runtime::Allocator;
@@ -129,6 +134,43 @@ TEST_F(AllocatorTest, OutOfMemoryFirstReleasesTheCache) {
   auto b = allocator().allocate_on(0, 50 * MiB);  // fits only once the cache is released
   EXPECT_EQ(reserved(0), 50 * int64_t(MiB));
   EXPECT_EQ(allocator().getDeviceStats(0).num_alloc_retries, 1);
+}
+
+// Memory that only queued work holds is freed once that work has run: a request that does not
+// fit waits for the device's streams before it fails (regression: strict eager raised a false
+// out of memory when the host queued work faster than the device ran it).
+TEST_F(AllocatorTest, WaitsForQueuedWorkBeforeRunningOutOfMemory) {
+  auto& queue = torchtpu::runtime::queue_of(torchtpu::runtime::new_stream(0, 0));
+  std::atomic<bool> go{false};
+  for (int i = 0; i < 3; ++i) {
+    auto block = std::make_shared<c10::DataPtr>(allocator().allocate_on(0, 20 * MiB));
+    queue.enqueue([block, &go] {
+      while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }, "holds 20 MiB");
+  }
+  EXPECT_EQ(allocated(0), 60 * int64_t(MiB));
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    go = true;
+  });
+  auto fits_once_the_queue_ran = allocator().allocate_on(0, 30 * MiB);
+  release.join();
+  EXPECT_NE(fits_once_the_queue_ran.get(), nullptr);
+  EXPECT_EQ(allocator().getDeviceStats(0).num_ooms, 0);
+  EXPECT_EQ(allocated(0), 30 * int64_t(MiB));
+}
+
+TEST_F(AllocatorTest, TheMessageNamesTheRoundedSize) {
+  auto live = allocator().allocate_on(0, 48 * MiB);
+  try {
+    auto too_big = allocator().allocate_on(0, 16 * MiB + 1);
+    FAIL() << "expected an out-of-memory error";
+  } catch (const c10::OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("Tried to allocate 16.00 MiB (18.00 MiB in the "
+                                         "allocator's size classes). TPU 0"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(AllocatorTest, EachDeviceHasItsOwnCapacity) {

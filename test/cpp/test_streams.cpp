@@ -72,6 +72,46 @@ TEST(Streams, ErrorsSurfaceAtSynchronizeNamingTheWork) {
   EXPECT_EQ(ran, 1);
 }
 
+// An error reported at synchronization keeps its kind (an IndexError stays an IndexError).
+TEST(Streams, ErrorsKeepTheirKindAtSynchronize) {
+  auto& q = queue_of(new_stream(1, 0));
+  q.enqueue([] { TORCH_CHECK_INDEX(false, "index 7 is out of bounds"); }, "aten::index");
+  EXPECT_THROW(q.synchronize(), c10::IndexError);
+  q.enqueue([] { TORCH_CHECK_VALUE(false, "bad value"); }, "aten::value");
+  EXPECT_THROW(q.synchronize(), c10::ValueError);
+}
+
+// After an interrupt at exit, work not started yet is dropped; the running item finishes and
+// events recorded behind the dropped work complete (nothing waits forever).
+TEST(Streams, CancelDropsQueuedWorkAndCompletesEvents) {
+  auto stream = new_stream(1, 0);
+  auto& q = queue_of(stream);
+  std::atomic<bool> started{false}, go{false};
+  std::atomic<int> ran{0};
+  q.enqueue([&] {
+    started = true;
+    while (!go.load()) std::this_thread::sleep_for(1ms);
+    ran++;
+  }, "running");
+  for (int i = 0; i < 5; ++i) q.enqueue([&] { ran++; }, "queued");
+  void* handle = nullptr;
+  event::record(&handle, stream, c10::EventFlag::PYTORCH_DEFAULT);
+  while (!started.load()) std::this_thread::sleep_for(1ms);
+  std::thread release([&] {
+    std::this_thread::sleep_for(20ms);
+    go = true;
+  });
+  EXPECT_EQ(q.cancel_queued(), 6u);  // five items and the event's mark
+  release.join();
+  EXPECT_EQ(ran, 1);
+  EXPECT_TRUE(q.query());
+  EXPECT_TRUE(event::query(handle));
+  event::destroy(handle);
+  q.enqueue([&] { ran++; }, "after");  // the stream keeps working
+  q.synchronize();
+  EXPECT_EQ(ran, 2);
+}
+
 TEST(Streams, CurrentStreamIsThreadLocalAndExchangeable) {
   auto s = new_stream(0, 0);
   EXPECT_EQ(current_stream(0), default_stream(0));

@@ -353,3 +353,11 @@ def test_fused_errors_carry_the_recorded_python_line():
     with pytest.raises(IndexError, match=r"index_select \(recorded at .*test_reliability.py:\d+"):
         w = torch.randn(4, 2, device="tpu")
         F.embedding(torch.tensor([9], device="tpu"), w).sum().item()
+
+
+# The fuzzer's threaded mode (CI subset): programs run concurrently in three threads, each in an
+# eager mode of its own, against CPU references.
+def test_fuzzer_programs_in_concurrent_threads_match_cpu():
+    import defer_fuzz
+
+    assert defer_fuzz.check_threaded(range(700000, 700090), threads=3, length=16) == []

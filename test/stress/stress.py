@@ -246,6 +246,7 @@ def main() -> None:
     per_mode = args.minutes * 60 if args.minutes else args.seconds
     summary = {}
     failed = False
+    total_rounds = failed_rounds = 0
     for mode in args.mode or MODES:
         start = time.time()
         rounds, seed = [], args.seed
@@ -258,8 +259,9 @@ def main() -> None:
                           switching)
             rounds.append(r)
             seed += 1
-            bad = r["hang"] or r["wrong"] or r["errors"] or (r["interrupt_s"] or 0) > 1.0
-            failed = failed or bool(bad)
+            bad = bool(r["hang"] or r["wrong"] or r["errors"] or (r["interrupt_s"] or 0) > 1.0)
+            r["failed"] = bad
+            failed = failed or bad
             what = (f"SIGINT -> exit in {r['interrupt_s']:.2f} s" if r["interrupt_s"] is not None
                     else f"{r['iterations']} results checked, {r['wrong']} wrong"
                     + (" (modes switched)" if switching else ""))
@@ -267,6 +269,8 @@ def main() -> None:
                   f"{' ' + str(r['wrong_in']) if r['wrong'] else ''}"
                   f"{', HANG' if r['hang'] else ''}{', errors: ' + str(r['errors'][:2]) if r['errors'] else ''}",
                   flush=True)
+        total_rounds += len(rounds)
+        failed_rounds += sum(r["failed"] for r in rounds)
         latencies = [r["interrupt_s"] for r in rounds if r["interrupt_s"] is not None]
         summary[mode] = {
             "seconds": round(time.time() - start, 1),
@@ -286,7 +290,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    print(f"{sum(s['rounds'] for s in summary.values()) - (1 if failed else 0)} passed, {1 if failed else 0} failed")
+    print(f"{total_rounds - failed_rounds} passed, {failed_rounds} failed")
     sys.exit(1 if failed else 0)
 
 
