@@ -1,5 +1,5 @@
 #pragma once
-// The one entry of every PrivateUse1 kernel of torchtpu (DESIGN.md section 3).
+// The one entry of every PrivateUse1 kernel of torchtpu (docs/design.md 3).
 //
 // Every kernel is registered through entry(): before the kernel runs, the entry hook sees the
 // op, its boxed arguments and what kind of op it is (Capture below). The DeferAndFuse layer

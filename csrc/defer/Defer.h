@@ -1,5 +1,5 @@
 #pragma once
-// DeferAndFuse: fused eager mode (DESIGN.md section 3.1, docs/eager-modes.md).
+// DeferAndFuse: fused eager mode (docs/design.md 3.1, docs/eager-modes.md).
 //
 // In fused eager, ops on TPU tensors are recorded instead of run. Their results are TPU tensors
 // with real metadata (sizes, strides, dtype) whose storage is *pending*: it has no memory

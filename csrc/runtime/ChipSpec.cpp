@@ -11,7 +11,7 @@ constexpr int64_t MiB = int64_t(1) << 20;
 const std::vector<ChipSpec>& all_chips() {
   // Figures from Google Cloud's public TPU system-architecture pages (cloud.google.com/tpu/docs:
   // "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e (Trillium)", "TPU7x (Ironwood)"), as collected in
-  // DESIGN.md 4.1.
+  // docs/design.md 4.1.
   static const std::vector<ChipSpec> chips = {
       {"v4", 128, 4, 2, 275e12, 275e12, 32 * GiB, 1.2e12, 16 * MiB, 8, 128,
        "cloud.google.com/tpu/docs/v4"},

@@ -1,5 +1,5 @@
 #pragma once
-// The TPU generations torchtpu can simulate, with their public figures (DESIGN.md 4.1).
+// The TPU generations torchtpu can simulate, with their public figures (docs/design.md 4.1).
 #include <cstdint>
 #include <string>
 #include <vector>

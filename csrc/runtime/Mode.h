@@ -1,5 +1,5 @@
 #pragma once
-// The eager execution mode (DESIGN.md section 3).
+// The eager execution mode (docs/design.md 3).
 //
 //   debug  : every op runs synchronously on the calling thread; errors are raised at the
 //            faulting op; TORCHTPU_CHECK_NANS=1 names the first op that produced a NaN or Inf.

@@ -1,5 +1,5 @@
 #pragma once
-// The cost model of DESIGN.md 4.3: what a launch would take on the simulated chip.
+// The cost model of docs/design.md 4.3: what a launch would take on the simulated chip.
 //
 //   T = max(T_mxu, T_vpu, T_hbm) + T_launch
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The MXU executor: matrix products on host tensors with the TPU's numerics (DESIGN.md 4.2).
+// The MXU executor: matrix products on host tensors with the TPU's numerics (docs/design.md 4.2).
 //
 // sim/ never sees TPU tensors or the dispatcher's PrivateUse1 kernels: the aten layer hands it
 // CPU tensors (host aliases of device memory), and it uses PyTorch's CPU kernels as its host

@@ -1,5 +1,5 @@
 #pragma once
-// TPU matrix-unit numerics (DESIGN.md 4.2), on plain floats: no tensors, no dispatch.
+// TPU matrix-unit numerics (docs/design.md 4.2), on plain floats: no tensors, no dispatch.
 //
 // The MXU multiplies bf16 operands exactly and accumulates in fp32. A float32 matmul is split
 // into bf16 parts, a = hi + mid + lo with hi = bf16(a), mid = bf16(a - hi), lo = bf16(a - hi -

@@ -7,7 +7,7 @@
 
 namespace torchtpu::sim {
 
-// C[M,N] = A[M,K] @ B[K,N], pass by pass, as DESIGN.md 4.2 defines the MXU numerics:
+// C[M,N] = A[M,K] @ B[K,N], pass by pass, as docs/design.md 4.2 defines the MXU numerics:
 //  - operands are split into bf16 parts (bf16 operands have only a "hi" part: pass bf16 values
 //    with precision kDefault);
 //  - K is cut into chunks of the MXU width `mxu_dim`; within a chunk one fp32 accumulator

@@ -7,7 +7,7 @@ import torch
 # Today every float32 op on the device runs the CPU kernel (natively or through the fallback),
 # so results agree to rounding; the tolerance below is PyTorch's float32 default for
 # assert_close and leaves room for the simulated MXU numerics that later replace those kernels
-# (DESIGN.md 4.2: float32 matmuls at "highest" precision are accurate to about 1e-6 relative).
+# (docs/design.md 4.2: float32 matmuls at "highest" precision are accurate to about 1e-6 relative).
 RTOL, ATOL = 1.3e-6, 1e-5
 
 
