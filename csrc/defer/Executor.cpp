@@ -1,0 +1,777 @@
+// Execution of a planned graph (Plan.h, docs/design.md 3.1): each region is enqueued on the
+// stream its ops were recorded on; a fused element-wise region runs as a blocked loop over its
+// output in which every block goes through the whole chain while it is in cache (the host
+// analogue of VMEM tiles), in parallel over blocks; each op of the chain runs PyTorch's own CPU
+// kernel on the block (or the register-level loop, FusedLoop.h, for exact float32 ops), so fused
+// results are those of the unfused kernels. Intermediates that die inside a fused region live
+// only in per-thread block buffers and never take HBM. Every other op runs through its kernel.
+#include "aten/Entry.h"
+#include "aten/Launch.h"
+#include "defer/FusedLoop.h"
+#include "defer/Plan.h"
+#include "runtime/Allocator.h"
+#include "runtime/Env.h"
+#include "runtime/Errors.h"
+#include "runtime/Metrics.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
+#include "sim/CostModel.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/ParallelGuard.h>
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace torchtpu::defer {
+namespace {
+
+using runtime::metrics::count;
+
+// Elements per block of a fused region (the block of every operand stays in L2);
+// TORCHTPU_FUSED_BLOCK overrides it (for experiments).
+const int64_t kBlockElements = [] {
+  const char* v = std::getenv("TORCHTPU_FUSED_BLOCK");
+  return v != nullptr ? std::max<int64_t>(1, std::atoll(v)) : int64_t(32768);
+}();
+
+// S-mapped geometry of an operand: its strides for each dimension of the iteration shape
+
+
+at::Tensor host_view(const c10::Storage& storage, c10::ScalarType dtype, int64_t offset,
+                     c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::CPU),
+      c10::scalarTypeToTypeMeta(dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
+  return t;
+}
+
+c10::Storage host_storage_over(const c10::Storage& device_storage) {
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), device_storage.nbytes(),
+      c10::DataPtr(const_cast<void*>(device_storage.data()), c10::Device(c10::kCPU)), nullptr,
+      /*resizable=*/false));
+}
+
+at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(o.dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+  if (o.conj) t.unsafeGetTensorImpl()->_set_conj(true);
+  if (o.neg) t.unsafeGetTensorImpl()->_set_neg(true);
+  return t;
+}
+
+std::string where(const Node& n) {
+  return n.location.empty() ? std::string() : " (recorded at " + n.location + ")";
+}
+
+// The one prefix of an error raised by a recorded op when its graph runs, whether the op runs
+// through its kernel or inside a fused region.
+std::string error_context(const std::string& name, const std::string& location) {
+  return name + (location.empty() ? std::string() : " (recorded at " + location + ")") +
+         ", run from the pending graph of fused eager: ";
+}
+
+// How a fused op reaches one operand in a block.
+struct Source {
+  enum Kind { undefined, whole, mapped, block } kind = undefined;
+  at::Tensor tensor;     // whole
+  c10::Storage host;     // mapped: host storage over the device memory
+  Geometry g;
+  int slot = -1;         // block
+  bool first = false;    // block: the first access of its value in the region (a write)
+};
+
+struct FusedOp {
+  c10::OperatorHandle op;
+  std::string name, location;
+  torch::jit::Stack args;
+  std::vector<Source> operands;
+  std::vector<Source> results;
+  bool copy = false;
+  // Set when the op runs in the register-level loop (FusedLoop.h): its instruction, whose
+  // operands are the operand indices here (b = -1 for a unary op).
+  std::optional<loop::Instr> simple;
+  explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
+};
+
+bool loop_available() {
+#if defined(__x86_64__) && defined(TORCHTPU_FUSED_LOOP)
+  // TORCHTPU_FUSED_LOOP=0 turns it off (every op then runs its ATen kernel per block).
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          runtime::env::get("TORCHTPU_FUSED_LOOP").value_or("1") != "0";
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// A float32 tensor operand the loop can address as contiguous memory in every block.
+bool loop_tensor(const Source& s, c10::IntArrayRef shape) {
+  if (s.g.dtype != c10::kFloat) return false;
+  if (s.kind == Source::block) return true;
+  if (s.kind != Source::mapped || s.g.whole) return false;
+  int64_t expected = 1;
+  for (int64_t j = static_cast<int64_t>(shape.size()) - 1; j >= 0; --j) {
+    if (shape[j] != 1 && s.g.smap[j] != expected) return false;
+    expected *= shape[j];
+  }
+  return true;
+}
+
+bool loop_scalar(const Source& s) {
+  return s.kind == Source::whole && s.tensor.defined() && s.tensor.is_cpu() &&
+         s.tensor.dim() == 0 && !c10::isComplexType(s.tensor.scalar_type()) &&
+         s.tensor.scalar_type() != c10::kBool;
+}
+
+// The loop instruction of an op, when it has one: (op, a, b, out) over operand indices.
+std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef shape,
+                                            const std::unordered_set<int>& not_in_buffer) {
+  if (!loop_available() || f.copy || !f.results.empty()) return std::nullopt;
+  const std::string_view name(f.name);
+  auto tensor_ok = [&](const Source& s) {
+    return loop_tensor(s, shape) && !(s.kind == Source::block && not_in_buffer.count(s.slot));
+  };
+  auto alpha = [&](size_t i) {
+    return f.args.size() > i && f.args[i].isScalar() ? f.args[i].toScalar().toDouble() : 1.0;
+  };
+  const auto& o = f.operands;
+  // out= ops: operands are (inputs..., out).
+  if ((name == "aten::add.out" || name == "aten::sub.out") && o.size() == 3) {
+    const double a = alpha(2);
+    if (a != 1.0 && a != -1.0) return std::nullopt;
+    if (loop_scalar(o[0]) || !tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+    if (!tensor_ok(o[1]) && !loop_scalar(o[1])) return std::nullopt;
+    const bool plus = (name == "aten::add.out") == (a == 1.0);
+    return loop::Instr{plus ? loop::Op::add : loop::Op::sub, 2, 0, 1};
+  }
+  if ((name == "aten::mul.out" || name == "aten::maximum.out" || name == "aten::minimum.out" ||
+       name == "aten::div.out") && o.size() == 3) {
+    if (!tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+    const bool scalar_b = loop_scalar(o[1]);
+    // (ATen divides by a host scalar through its reciprocal: not an exact division.)
+    if (!(tensor_ok(o[1]) || (scalar_b && name == "aten::mul.out"))) return std::nullopt;
+    const loop::Op op = name == "aten::mul.out"       ? loop::Op::mul
+                        : name == "aten::div.out"     ? loop::Op::div
+                        : name == "aten::maximum.out" ? loop::Op::maximum
+                                                      : loop::Op::minimum;
+    return loop::Instr{op, 2, 0, 1};
+  }
+  if ((name == "aten::neg.out" || name == "aten::abs.out") && o.size() == 2) {
+    if (!tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+    return loop::Instr{name == "aten::neg.out" ? loop::Op::neg : loop::Op::abs, 1, 0, -1};
+  }
+  if (name == "aten::clamp_min.out" && o.size() == 2 && f.args.size() == 3 &&
+      f.args[1].isScalar()) {  // clamp_min.out(self, Scalar min, out): relu
+    const double m = f.args[1].toScalar().toDouble();
+    if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+    return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
+  }
+  return std::nullopt;
+}
+
+struct FusedRegion {
+  Dims shape;
+  std::vector<FusedOp> ops;
+  int slots = 0;  // block buffers per thread
+  std::vector<at::Tensor> keep;        // device tensors whose memory the region uses
+  std::vector<c10::Storage> keep_storages;
+  void run() const;
+};
+
+// OpenMP's per-thread team size, bound weakly to the OpenMP runtime torch loads (this library is
+// not built with OpenMP): each thread running blocks sets its own to 1, so that ATen kernels
+// with a small grain (the VML ones: tanh, exp, ...) do not start nested teams on every block.
+extern "C" {
+void omp_set_num_threads(int) __attribute__((weak));
+int omp_get_max_threads() __attribute__((weak));
+}
+
+class SerialOpenMP {
+ public:
+  SerialOpenMP() {
+    if (omp_set_num_threads != nullptr && omp_get_max_threads != nullptr) {
+      previous_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+  }
+  ~SerialOpenMP() {
+    if (previous_ > 0) omp_set_num_threads(previous_);
+  }
+  SerialOpenMP(const SerialOpenMP&) = delete;
+  SerialOpenMP& operator=(const SerialOpenMP&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Runs fn(b0, b1) over [0, blocks) split across ATen's intra-op thread count. (at::parallel_for
+// is an inline OpenMP template that this library, built without OpenMP, would run serially.)
+// The blocks are at most one ATen grain each, so the kernels inside run serially.
+template <typename F>
+void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
+  const int64_t threads = std::min<int64_t>(at::get_num_threads(), blocks);
+  if (threads <= 1 || numel < (int64_t(1) << 16)) {
+    fn(0, blocks);
+    return;
+  }
+  const int64_t per = (blocks + threads - 1) / threads;
+  std::vector<std::thread> helpers;
+  std::vector<std::exception_ptr> errors(threads);
+  for (int64_t t = 1; t < threads; ++t) {
+    helpers.emplace_back([&, t] {
+      try {
+        fn(t * per, std::min(blocks, (t + 1) * per));
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  try {
+    fn(0, std::min(blocks, per));
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& h : helpers) h.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void FusedRegion::run() const {
+  const int64_t dims = static_cast<int64_t>(shape.size());
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  if (numel == 0) return;
+  // Blocking: dimensions after `d` whole, dimension `d` in chunks, dimensions before it one
+  // index at a time.
+  int64_t d = std::max<int64_t>(dims - 1, 0), inner = 1;
+  while (d > 0 && inner * shape[d] <= kBlockElements) inner *= shape[d--];
+  const int64_t len_d = dims == 0 ? 1 : shape[d];
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(len_d, kBlockElements / inner));
+  const int64_t chunks = (len_d + chunk - 1) / chunk;
+  int64_t outer = 1;
+  for (int64_t j = 0; j < d; ++j) outer *= shape[j];
+  const int64_t blocks = dims == 0 ? 1 : outer * chunks;
+  const int64_t max_block = dims == 0 ? 1 : chunk * inner;
+
+  parallel_blocks(blocks, numel, [&](int64_t b0, int64_t b1) {
+    // Kernels run on one block each: no nested intra-op parallelism (it would oversubscribe).
+    const c10::ParallelGuard serial(true);
+    const SerialOpenMP serial_omp;
+    std::vector<at::Tensor> buffers(slots);
+    for (int i = 0; i < slots; ++i) {
+      buffers[i] = at::empty({max_block * 8}, at::TensorOptions().dtype(at::kByte));
+    }
+    std::vector<at::Tensor> values(slots);
+    std::vector<loop::Instr> instrs;
+    std::vector<float*> ptrs;
+    std::vector<float> scalars;
+    std::vector<char> flags;
+    Dims bsizes, bstrides, contiguous;
+    for (int64_t b = b0; b < b1; ++b) {
+      // This block: index of the dimensions before d, and a chunk of d.
+      Dims index(std::max<int64_t>(d, 0), 0);
+      int64_t start = 0, len = 1;
+      if (dims > 0) {
+        int64_t o = b / chunks;
+        for (int64_t j = d - 1; j >= 0; --j) {
+          index[j] = o % shape[j];
+          o /= shape[j];
+        }
+        start = (b % chunks) * chunk;
+        len = std::min(chunk, shape[d] - start);
+        bsizes.assign(1, len);
+        bsizes.append(shape.begin() + d + 1, shape.end());
+        contiguous.assign(bsizes.size(), 1);
+        for (int64_t j = static_cast<int64_t>(bsizes.size()) - 2; j >= 0; --j) {
+          contiguous[j] = contiguous[j + 1] * bsizes[j + 1];
+        }
+      } else {
+        bsizes.clear();
+        contiguous.clear();
+      }
+      std::fill(values.begin(), values.end(), at::Tensor());
+      auto view = [&](const Source& s) -> at::Tensor {
+        switch (s.kind) {
+          case Source::undefined: return at::Tensor();
+          case Source::whole: return s.tensor;
+          case Source::mapped: {
+            int64_t offset = s.g.offset;
+            if (dims > 0) {
+              for (int64_t j = 0; j < d; ++j) offset += index[j] * s.g.smap[j];
+              offset += start * s.g.smap[d];
+              bstrides.assign(s.g.smap.begin() + d, s.g.smap.end());
+            } else {
+              bstrides.clear();
+            }
+            return host_view(s.host, s.g.dtype, offset, bsizes, bstrides);
+          }
+          case Source::block: {
+            at::Tensor& v = values[s.slot];
+            if (s.first || !v.defined()) {
+              v = host_view(buffers[s.slot].storage(), s.g.dtype, 0, bsizes, contiguous);
+            }
+            return v;
+          }
+        }
+        return at::Tensor();
+      };
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const FusedOp& f = ops[k];
+        if (f.simple) {
+          // A run of loop instructions, in one pass over the block.
+          size_t end = k;
+          instrs.clear();
+          ptrs.clear();
+          scalars.clear();
+          flags.clear();
+          auto entry = [&](const Source& s) -> int {
+            ptrs.push_back(nullptr);
+            scalars.push_back(0.f);
+            flags.push_back(false);
+            const int e = static_cast<int>(ptrs.size()) - 1;
+            if (s.kind == Source::whole) {
+              flags[e] = true;
+              scalars[e] = s.tensor.item().toFloat();
+            } else if (s.kind == Source::block) {
+              ptrs[e] = static_cast<float*>(buffers[s.slot].data_ptr());
+              values[s.slot] = at::Tensor();  // (written here: views are remade)
+            } else {
+              int64_t offset = s.g.offset;
+              if (dims > 0) {
+                for (int64_t j = 0; j < d; ++j) offset += index[j] * s.g.smap[j];
+                offset += start * s.g.smap[d];
+              }
+              ptrs[e] = static_cast<float*>(s.host.mutable_data()) + offset;
+            }
+            return e;
+          };
+          for (; end < ops.size() && ops[end].simple; ++end) {
+            const FusedOp& g = ops[end];
+            loop::Instr in = *g.simple;
+            in.out = entry(g.operands[in.out]);
+            in.a = entry(g.operands[in.a]);
+            if (in.op == loop::Op::clamp_min) {
+              ptrs.push_back(nullptr);
+              scalars.push_back(static_cast<float>(g.args[1].toScalar().toDouble()));
+              flags.push_back(true);
+              in.b = static_cast<int>(ptrs.size()) - 1;
+            } else if (in.b >= 0) {
+              in.b = entry(g.operands[in.b]);
+            }
+            instrs.push_back(in);
+          }
+          int64_t block_numel = 1;
+          for (int64_t x : bsizes) block_numel *= x;
+          loop::run(instrs.data(), static_cast<int>(instrs.size()), ptrs.data(), scalars.data(),
+                    reinterpret_cast<const bool*>(flags.data()), block_numel);
+          k = end - 1;
+          continue;
+        }
+        try {
+          torch::jit::Stack stack = f.args;
+          size_t i = 0;
+          for_each_tensor_slot(stack, [&](at::Tensor& t) { t = view(f.operands[i++]); });
+          if (f.copy) {
+            stack[1].toTensor().copy_(stack[0].toTensor());
+            continue;
+          }
+          f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+          for (size_t r = 0; r < f.results.size(); ++r) {
+            const Source& s = f.results[r];
+            if (s.kind == Source::block) {
+              values[s.slot] = stack[r].toTensor();
+            } else if (s.kind == Source::mapped) {
+              view(s).copy_(stack[r].toTensor());
+            }
+          }
+        } catch (const c10::Error&) {
+          runtime::rethrow_with_context(std::current_exception(),
+                                        error_context(f.name, f.location));
+        }
+      }
+    }
+  });
+}
+
+class Executor {
+ public:
+  Executor(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
+           const std::vector<char>& alive_keys, bool blocking)
+      : nodes_(nodes), keys_(keys), plan_(plan), alive_(alive_keys),
+        memory_(keys.pending.size()), blocking_(blocking) {}
+
+  void run() {
+    for (size_t r = 0; r < plan_.regions.size(); ++r) {
+      const Region& region = plan_.regions[r];
+      enter_stream_of(region);
+      if (region.fused) {
+        run_fused(region);
+      } else {
+        replay(region.nodes[0]);
+      }
+      for (size_t k = 0; k < memory_.size(); ++k) {
+        if (plan_.last_region[k] == static_cast<int>(r) && !alive_[k] && memory_[k]) {
+          release(k);
+        }
+      }
+    }
+    for (const auto& previous : entered_) runtime::exchange_stream(previous);
+  }
+
+ private:
+  // Device memory of pending key k (materializing the tensors' own storage when alive).
+  const c10::Storage& storage(int k) {
+    if (!memory_[k] && plan_.host_buffer[k]) {
+      // A matmul result that only its fused epilogue reads: host memory, not HBM.
+      PendingStorage& p = *keys_.pending[k];
+      c10::DataPtr data = c10::GetCPUAllocator()->allocate(p.nbytes);
+      data.unsafe_set_device(p.device);
+      memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+          c10::StorageImpl::use_byte_size_t(), p.nbytes, std::move(data), nullptr,
+          /*resizable=*/false));
+    }
+    if (!memory_[k]) {
+      PendingStorage& p = *keys_.pending[k];
+      c10::intrusive_ptr<c10::StorageImpl> impl;
+      before_fresh_memory(p.device, p.nbytes);
+      if (alive_[k] && materialize(p)) impl = p.impl->lock();
+      if (impl) {
+        memory_[k] = c10::Storage(std::move(impl));
+      } else {
+        memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+            c10::StorageImpl::use_byte_size_t(), p.nbytes,
+            runtime::allocator().allocate_on(p.device.index(), p.nbytes), &runtime::allocator(),
+            /*resizable=*/false));
+      }
+    }
+    return memory_[k];
+  }
+
+  // A temporary whose last use has been enqueued goes back to the caching allocator once that
+  // work has run. When the graph runs at a point where the host waits anyway (a host read, a
+  // synchronization), the host waits for the device before taking fresh memory while such
+  // temporaries are pending, so that the graph's peak is its live memory, not everything the
+  // host issued ahead of the device. (Elsewhere it runs ahead, as strict eager does.)
+  void release(int k) {
+    released_ += memory_[k].nbytes();
+    memory_[k] = c10::Storage();
+  }
+
+  // (Waiting is worth it when the released memory could serve this request and is not small.)
+  void before_fresh_memory(c10::Device device, size_t nbytes) {
+    if (blocking_ && !debug_flag("nowait") && released_ >= std::max<size_t>(nbytes, size_t(1) << 20)) {
+      aten::wait_for_device(device);
+      released_ = 0;
+      count("defer.memory_waits");
+    }
+  }
+
+  at::Tensor tensor_of(const Operand& o, int key) {
+    if (key >= 0) return device_view(storage(key), o);
+    return o.tensor;
+  }
+
+  void replay(int i) {
+    Node& n = nodes_[i];
+    torch::jit::Stack stack = n.args;
+    size_t j = 0;
+    for_each_tensor_slot(stack, [&](at::Tensor& t) {
+      t = tensor_of(n.operands[j], keys_.operands[i][j]);
+      ++j;
+    });
+    const c10::DeviceGuard guard(n.device);
+    // The float32 matmul precision in force when the op was recorded.
+    const auto previous = sim::precision_override();
+    sim::set_precision_override(n.precision);
+    try {
+      // (Work the kernel enqueues is named with the recorded line too, for errors reported at
+      // synchronization.)
+      const aten::LaunchNote note(n.location.empty() ? std::string() : where(n));
+      n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
+      sim::set_precision_override(previous);
+    } catch (const c10::Error&) {
+      sim::set_precision_override(previous);
+      runtime::rethrow_with_context(std::current_exception(), error_context(n.name, n.location));
+    }
+    for (size_t r = 0; r < n.results.size(); ++r) {
+      const int key = keys_.results[i][r];
+      if (key < 0 || !(plan_.memory[key] || plan_.host_buffer[key]) || !stack[r].isTensor()) {
+        continue;
+      }
+      adopt(n.results[r], key, stack[r].toTensor());
+    }
+  }
+
+  // Gives a kernel's new result to pending key k: its memory when the layout is the one
+  // recorded, else a copy.
+  void adopt(const Operand& o, int k, const at::Tensor& real) {
+    PendingStorage& p = *keys_.pending[k];
+    const bool same = real.sizes() == c10::IntArrayRef(o.sizes) &&
+                      real.strides() == c10::IntArrayRef(o.strides) &&
+                      real.storage_offset() == o.offset && real.scalar_type() == o.dtype &&
+                      real.storage().nbytes() == p.nbytes &&
+                      real.storage().use_count() == 1 && !memory_[k];
+    if (same) {
+      c10::StorageImpl* from = real.storage().unsafeGetStorageImpl();
+      c10::intrusive_ptr<c10::StorageImpl> impl;
+      if (alive_[k]) impl = p.impl->lock();
+      if (impl) {
+        give_memory(p, *impl, from->set_data_ptr(c10::DataPtr(nullptr, real.device())));
+        memory_[k] = c10::Storage(std::move(impl));
+      } else {
+        memory_[k] = real.storage();
+      }
+      return;
+    }
+    count("defer.result_copies");
+    if (real.scalar_type() != o.dtype || real.sizes() != c10::IntArrayRef(o.sizes)) {
+      // The op's meta kernel (which sized the recorded result) disagrees with the kernel.
+      count("defer.meta_mismatches");
+      TORCH_WARN_ONCE("fused eager: the meta kernel of ", nodes_[0].name.empty() ? "" : "an op",
+                      " gave ", c10::toString(o.dtype), c10::IntArrayRef(o.sizes),
+                      " where the kernel returned ", c10::toString(real.scalar_type()),
+                      real.sizes(), "; the result is converted (please report it)");
+    }
+    device_view(storage(k), o).copy_(real);
+  }
+
+  Source source_of(const Operand& o, int key, c10::IntArrayRef shape,
+                   std::shared_ptr<FusedRegion>& region) {
+    Source s;
+    if (!o.defined()) return s;
+    s.g = geometry_of(o, shape);
+    if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
+      s.kind = Source::block;
+      s.slot = plan_.slot[key];
+      s.first = seen_blocks_.insert(key).second;
+      region->slots = std::max(region->slots, s.slot + 1);
+      return s;
+    }
+    if (key == INT32_MIN) {  // a CPU scalar
+      s.kind = Source::whole;
+      s.tensor = o.tensor;
+      return s;
+    }
+    at::Tensor dev = tensor_of(o, key);
+    region->keep.push_back(dev);
+    if (s.g.whole) {
+      s.kind = Source::whole;
+      s.tensor = host_view(host_storage_over(dev.storage()), o.dtype, o.offset, {}, {});
+      return s;
+    }
+    s.kind = Source::mapped;
+    s.host = host_storage_over(dev.storage());
+    return s;
+  }
+
+  void run_fused(const Region& region) {
+    auto fused = std::make_shared<FusedRegion>();
+    seen_blocks_.clear();
+    fused->shape = region.shape;
+    double units = 0;
+    double bytes = 0;
+    std::unordered_map<int, bool> counted;
+    int64_t numel = 1;
+    for (int64_t s : region.shape) numel *= s;
+    sim::Estimate prologue;
+    double prologue_result_bytes = 0;
+    // TORCHTPU_CHECK_NANS: the values the region writes to memory are checked after it runs
+    // (the region is named; debug eager names the op).
+    const bool check_nans = runtime::check_nans();
+    std::vector<at::Tensor> written;
+    for (int i : region.nodes) {
+      Node& n = nodes_[i];
+      if (region.reduction_last && i == region.nodes.back()) continue;  // after the launch
+      if (region.matmul_first && i == region.nodes[0]) {
+        // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
+        // charge joins the region's single launch.
+        sim::RecordCollector collect;
+        const bool conv_in_host_memory = is_convolution(n) && keys_.results[i][0] >= 0 &&
+                                         plan_.host_buffer[keys_.results[i][0]];
+        if (conv_in_host_memory) {
+          aten::ResultInHostMemory scope;
+          replay(i);
+          prologue_result_bytes = sim::CostModel::padded_bytes(
+              n.results[0].sizes, static_cast<int>(c10::elementSize(n.results[0].dtype)));
+        } else {
+          replay(i);
+        }
+        prologue = collect.total;
+        for (size_t j = 0; j < n.operands.size(); ++j) {
+          const int key = keys_.operands[i][j];
+          if (n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
+            prologue_result_bytes = sim::CostModel::padded_bytes(
+                n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
+          }
+          if (n.operands[j].written) counted[key] = true;  // charged with the matmul
+        }
+        runtime::metrics::count_op(n.name);
+        continue;
+      }
+      FusedOp f(n.op);
+      f.name = n.name;
+      f.location = n.location;
+      f.args = n.args;
+      f.copy = n.capture == aten::Capture::copy;
+      for (size_t j = 0; j < n.operands.size(); ++j) {
+        f.operands.push_back(
+            source_of(n.operands[j], keys_.operands[i][j], region.shape, fused));
+      }
+      for (size_t j = 0; j < n.results.size(); ++j) {
+        f.results.push_back(
+            source_of(n.results[j], keys_.results[i][j], region.shape, fused));
+      }
+      if (n.name == "aten::relu") {
+        // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
+        // of allocating a new one.
+        static const c10::OperatorHandle clamp_min_out =
+            c10::Dispatcher::singleton().findSchemaOrThrow("aten::clamp_min", "out");
+        f.op = clamp_min_out;
+        f.args = {at::Tensor(), c10::Scalar(0), at::Tensor()};
+        f.operands.push_back(f.results[0]);
+        f.results.clear();
+      }
+      // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
+      const std::string_view base = base_name(n.name);
+      // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
+      bool foreign = false;
+      for (const auto& o : n.operands) {
+        if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
+        foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
+      }
+      if (foreign) count("emulated." + n.name);
+      units += aten::vpu_units(base) * (foreign ? 10.0 : 1.0);
+      for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
+        if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
+          written.push_back(tensor_of(o, key));  // checked after the region
+        }
+        if (key == INT32_MIN || (key >= 0 && !plan_.memory[key]) || counted[key]) return;
+        counted[key] = true;
+        bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
+      });
+      runtime::metrics::count_op(n.name);
+      fused->ops.push_back(std::move(f));
+    }
+    {
+      // Ops the register-level loop can run (FusedLoop.h).
+      std::unordered_set<int> not_in_buffer;  // block slots holding a kernel's new result
+      for (FusedOp& f : fused->ops) {
+        f.simple = loop_instruction(f, region.shape, not_in_buffer);
+        for (const Source& r : f.results) {
+          if (r.kind == Source::block) not_in_buffer.insert(r.slot);
+        }
+        if (f.simple) count("defer.ops_in_loop");
+      }
+    }
+    sim::Estimate e = sim::cost_model().vector(numel, units, bytes);
+    if (region.matmul_first) {
+      // One launch: the matmul's MXU time and operand bytes (without writing a result that
+      // stays in the region), the epilogue's VPU time and bytes.
+      const double hbm_bytes = prologue.hbm_bytes - prologue_result_bytes + e.hbm_bytes;
+      e.mxu_s = prologue.mxu_s;
+      e.vpu_s += prologue.vpu_s;
+      e.flops = prologue.flops;
+      e.mxu_flops = prologue.mxu_flops;
+      e.hbm_bytes = hbm_bytes;
+      e.hbm_s = hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+    }
+    const c10::Device device = nodes_[region.nodes[0]].device;
+    aten::launch(device,
+                 "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
+                     nodes_[region.nodes[0]].name + ", ...)",
+                 [fused] { fused->run(); }, std::move(written));
+    if (region.reduction_last) {
+      // The reduction runs through its kernel after the element-wise work, reading the value
+      // from the region buffer; its charge joins the region's single launch.
+      const int last = region.nodes.back();
+      sim::RecordCollector collect;
+      replay(last);
+      const Node& n = nodes_[last];
+      double input_bytes = 0;
+      for (size_t j = 0; j < n.operands.size(); ++j) {
+        const int key = keys_.operands[last][j];
+        if (!n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
+          input_bytes = sim::CostModel::padded_bytes(
+              n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
+        }
+      }
+      e.vpu_s += collect.total.vpu_s;
+      e.hbm_bytes += collect.total.hbm_bytes - input_bytes;
+      e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+      count("defer.fused_reduction_regions");
+    }
+    sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
+    count("defer.fused_regions");
+    count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
+    if (region.matmul_first) count("defer.fused_matmul_regions");
+  }
+
+  // Each region is enqueued on the stream its ops were recorded on (Node::stream), whichever
+  // thread flushes the graph. When a region uses a storage that a region on another stream of
+  // its device used before it in this graph, its stream first waits for that stream's work so
+  // far (an event), so that the graph's order holds across streams.
+  void enter_stream_of(const Region& region) {
+    const Node& first = nodes_[region.nodes[0]];
+    const c10::DeviceIndex device = first.device.index();
+    const c10::Stream stream(c10::Stream::UNSAFE, first.device, first.stream);
+    if (runtime::current_stream(device) != stream) {
+      const c10::Stream previous = runtime::exchange_stream(stream);  // (no flush: in a kernel)
+      if (std::none_of(entered_.begin(), entered_.end(),
+                       [&](const c10::Stream& e) { return e.device_index() == device; })) {
+        entered_.push_back(previous);
+      }
+    }
+    std::vector<c10::StreamId> waits;
+    for (int i : region.nodes) {
+      for_each_access(nodes_, keys_, i, [&](const Operand&, int key) {
+        if (key == INT32_MIN) return;
+        auto [it, fresh] = last_stream_.emplace(key, std::make_pair(device, first.stream));
+        if (!fresh && it->second.first == device && it->second.second != first.stream &&
+            std::find(waits.begin(), waits.end(), it->second.second) == waits.end()) {
+          waits.push_back(it->second.second);
+        }
+        it->second = std::make_pair(device, first.stream);
+      });
+    }
+    for (c10::StreamId other : waits) {
+      void* event = nullptr;
+      runtime::event::record(&event, c10::Stream(c10::Stream::UNSAFE, first.device, other),
+                             c10::EventFlag::PYTORCH_DEFAULT);
+      runtime::event::block(event, stream);
+      runtime::event::destroy(event);
+      count("defer.stream_waits");
+    }
+  }
+
+  std::vector<c10::Stream> entered_;  // the streams current before the graph, to restore
+  std::unordered_map<int, std::pair<c10::DeviceIndex, c10::StreamId>> last_stream_;
+  std::vector<Node>& nodes_;
+  const Keys& keys_;
+  const Plan& plan_;
+  const std::vector<char>& alive_;
+  std::vector<c10::Storage> memory_;
+  std::unordered_set<int> seen_blocks_;  // block values met so far in the region being built
+  bool blocking_ = false;  // the host waits after this graph anyway
+  size_t released_ = 0;  // bytes of temporaries released since the last wait
+};
+
+}  // namespace
+
+void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
+             const std::vector<char>& alive_keys, bool blocking) {
+  Executor(nodes, keys, plan, alive_keys, blocking).run();
+}
+
+}  // namespace torchtpu::defer
