@@ -60,9 +60,7 @@ void synchronize(int device) {
 }
 
 void set_eager_mode(const std::string& mode) {
-  const auto next = runtime::eager_mode_from_name(mode);
-  if (next != runtime::EagerMode::fused) defer::materialize_all("mode switch");
-  runtime::set_eager_mode(next);
+  runtime::set_eager_mode(runtime::eager_mode_from_name(mode));
 }
 
 std::string eager_mode() { return runtime::name(runtime::eager_mode()); }

@@ -43,6 +43,7 @@ namespace torchtpu::defer {
 namespace {
 
 using aten::Capture;
+using runtime::FlushReason;
 
 // ---------------------------------------------------------------------------------------------
 // Pending storages
@@ -126,7 +127,7 @@ void prune_registry(State& s) {
   }
 }
 
-void flush_locked(State& s, const std::string& reason);
+void flush_locked(State& s, runtime::FlushReason reason);
 std::string current_location();
 
 // c10's storage materializer (c10/core/StorageMaterializer.h), installed on every pending
@@ -147,8 +148,8 @@ void materialize_on_access(c10::StorageImpl* impl) {
   {
     auto lock = runtime::lock_without_gil(s.mutex);
     if (s.local_pending.count(record->id) > 0) {
-      note_materialization("storage access", location);
-      flush_locked(s, "storage access");
+      note_materialization(FlushReason::storage_access, {}, location);
+      flush_locked(s, FlushReason::storage_access);
     }
   }
   materialize(*record);
@@ -560,8 +561,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   for (auto& r : returned) stack->push_back(std::move(r));
 
   if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops) {
-    note_materialization("graph size limit", std::string());
-    flush_locked(s, "graph size limit");
+    note_materialization(FlushReason::graph_size_limit, {}, {});
+    flush_locked(s, FlushReason::graph_size_limit);
   }
 }
 
@@ -764,7 +765,7 @@ bool touches_graph(State& s, torch::jit::Stack args) {
 // An op that runs now: first the pending work it depends on, then memory for its pending
 // arguments.
 void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                    const std::string& reason) {
+                    FlushReason reason, const std::string& name = {}) {
   const size_t num_args = op.schema().arguments().size();
   torch::jit::Stack args(stack->end() - num_args, stack->end());
   bool touches;
@@ -775,7 +776,7 @@ void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* 
   if (touches) {
     const std::string location = current_location();
     auto lock = runtime::lock_without_gil(s.mutex);
-    note_materialization(reason, location);
+    note_materialization(reason, name, location);
     flush_locked(s, reason);
   }
   for_each_tensor_slot(args, [&](at::Tensor& t) {
@@ -822,7 +823,7 @@ bool memory_pressure(c10::Device device, size_t bytes) {
                          static_cast<int64_t>(runtime::allocator().allocated_bytes(device.index()));
   if (needed <= runtime::hbm_capacity_bytes() && !host_memory_pressure(bytes)) return false;
   runtime::metrics::count("defer.memory_pressure");
-  materialize_all("memory pressure");
+  materialize_all(FlushReason::memory_pressure);
   return true;
 }
 
@@ -848,7 +849,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   State& s = state();
   const bool fused = runtime::eager_mode() == runtime::EagerMode::fused;
   if (!fused) {
-    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all("mode switch");
+    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::mode_switch);
     return false;
   }
   if (capture == Capture::view) return false;
@@ -896,16 +897,16 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
   switch (capture) {
     case Capture::host_read:
-      prepare_to_run(s, op, stack, "host read");
+      prepare_to_run(s, op, stack, FlushReason::host_read);
       return false;
     case Capture::random:
-      prepare_to_run(s, op, stack, "random op: " + name);
+      prepare_to_run(s, op, stack, FlushReason::random_op, name);
       return false;
     case Capture::fallback:
-      prepare_to_run(s, op, stack, "CPU fallback: " + name);
+      prepare_to_run(s, op, stack, FlushReason::cpu_fallback, name);
       return false;
     case Capture::none:
-      prepare_to_run(s, op, stack, "op not known to the lowering: " + name);
+      prepare_to_run(s, op, stack, FlushReason::unknown_op, name);
       return false;
     default:
       break;
@@ -918,13 +919,14 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     const bool src_tpu = src.device().is_privateuseone();
     const bool dst_tpu = dst.device().is_privateuseone();
     if (!(src_tpu && dst_tpu && src.device() == dst.device() && dst.numel() > 0)) {
-      prepare_to_run(s, op, stack, dst_tpu && !src_tpu ? "host-to-device copy" : "host read");
+      prepare_to_run(s, op, stack,
+                     dst_tpu && !src_tpu ? FlushReason::host_to_device_copy : FlushReason::host_read);
       return false;
     }
   }
   const auto device = aten::common_device(name, args);  // raises CUDA's device-mismatch error
   if (!device.has_value() || !device->is_privateuseone()) {
-    prepare_to_run(s, op, stack, "op not known to the lowering: " + name);
+    prepare_to_run(s, op, stack, FlushReason::unknown_op, name);
     return false;
   }
 
@@ -934,13 +936,13 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
       if (!schema.arguments()[i].is_out()) continue;
       const c10::IValue& v = args[i];
       if (!v.isTensor() || v.toTensor().numel() == 0) {
-        prepare_to_run(s, op, stack, "out= tensor sized by the kernel: " + name);
+        prepare_to_run(s, op, stack, FlushReason::out_sized_by_kernel, name);
         return false;
       }
     }
   }
   if (!mxu_recordable(name, args)) {
-    prepare_to_run(s, op, stack, "matmul run at once (dtype check or fallback): " + name);
+    prepare_to_run(s, op, stack, FlushReason::matmul_at_once, name);
     return false;
   }
   std::vector<at::Tensor> new_results;
@@ -967,7 +969,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
                                   .count());
     }
     if (!meta) {
-      prepare_to_run(s, op, stack, "no meta kernel: " + name);
+      prepare_to_run(s, op, stack, FlushReason::no_meta_kernel, name);
       return false;
     }
     new_results = std::move(*meta);
@@ -983,7 +985,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   return true;
 }
 
-void flush_locked(State& s, const std::string& reason) {
+void flush_locked(State& s, FlushReason reason) {
   if (s.nodes.empty()) return;
   std::vector<Node> nodes = std::move(s.nodes);
   s.nodes.clear();
@@ -1002,20 +1004,18 @@ void flush_locked(State& s, const std::string& reason) {
   run_graph(std::move(nodes), fingerprint, reason);
 }
 
-void on_sync_point(const char* reason) {
-  if (aten::inside_kernel()) return;
-  State& s = state();
-  if (!s.any_pending.load(std::memory_order_relaxed)) return;
-  auto lock = runtime::lock_without_gil(s.mutex);
-  if (s.nodes.empty()) return;
-  note_materialization(reason, std::string());
-  flush_locked(s, reason);
-}
-
-void on_memory_statistics(const char* reason) {
-  if (aten::inside_kernel()) return;
-  materialize_all(reason);
-}
+// The pending graph as the runtime's DeferredWork (runtime/DeferredWork.h).
+class PendingGraph final : public runtime::DeferredWork {
+ public:
+  void flush(FlushReason reason) override {
+    if (aten::inside_kernel()) return;
+    defer::flush(reason);
+  }
+  void materialize_all(FlushReason reason) override {
+    if (aten::inside_kernel()) return;
+    defer::materialize_all(reason);
+  }
+};
 
 std::atomic<LocationProvider> g_location_provider{nullptr};
 std::atomic<bool> g_record_locations{runtime::env::get("TORCHTPU_DEFER_LOCATIONS").value_or("0") == "1"};
@@ -1027,9 +1027,9 @@ std::string current_location() {
 
 struct Installer {
   Installer() {
+    static PendingGraph graph;
     aten::set_entry_hook(&on_entry);
-    runtime::set_pending_work_hook(&on_sync_point);
-    runtime::set_materialize_hook(&on_memory_statistics);
+    runtime::register_deferred_work(&graph);
   }
 } installer;
 
@@ -1062,22 +1062,22 @@ void give_memory(PendingStorage& record, c10::StorageImpl& impl, c10::DataPtr me
   impl.clear_materializer();
 }
 
-void flush(const std::string& reason) {
+void flush(FlushReason reason) {
   State& s = state();
   if (!s.any_pending.load()) return;
   auto lock = runtime::lock_without_gil(s.mutex);
   if (s.nodes.empty()) return;
-  note_materialization(reason, std::string());
+  note_materialization(reason, {}, {});
   flush_locked(s, reason);
 }
 
-void materialize_all(const std::string& reason) {
+void materialize_all(FlushReason reason) {
   State& s = state();
   if (!s.any_pending.load()) return;
   const std::string location = current_location();  // (before the lock: it takes the GIL)
   auto lock = runtime::lock_without_gil(s.mutex);
   if (!s.nodes.empty()) {
-    note_materialization(reason, location);
+    note_materialization(reason, {}, location);
     flush_locked(s, reason);
   }
   // A storage that cannot get memory (out of memory) raises here once, and leaves the registry
@@ -1113,11 +1113,14 @@ void set_max_pending_ops(int64_t n) {
   s.max_ops = n;
 }
 
-void note_materialization(const std::string& reason, const std::string& location) {
+void note_materialization(FlushReason reason, const std::string& op,
+                          const std::string& location) {
   runtime::metrics::count("defer.materializations");
+  const runtime::FlushPolicy& p = runtime::policy(reason);
+  std::string label = p.names_op && !op.empty() ? std::string(p.label) + ": " + op : p.label;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.stats_mutex);
-  ++s.materializations[reason][location.empty() ? "<unknown>" : location];
+  ++s.materializations[std::move(label)][location.empty() ? "<unknown>" : location];
 }
 
 std::map<std::string, std::map<std::string, int64_t>> materializations() {

@@ -9,17 +9,20 @@
 // planned (the plan is cached by the graph's fingerprint) and enqueued on the device's stream:
 // chains of element-wise ops become one fused region run block by block; everything else runs
 // through its ordinary kernel.
+#include "runtime/DeferredWork.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
 
 namespace torchtpu::defer {
 
+// The pending graph registers itself as the runtime's DeferredWork (runtime/DeferredWork.h):
 // Runs every recorded op (enqueued on the streams, like strict eager); counts `reason`.
-void flush(const std::string& reason);
+void flush(runtime::FlushReason reason);
 // flush(), then gives memory to every pending storage still referenced, so that nothing is
-// pending any more (torchtpu.sync(), mode switches).
-void materialize_all(const std::string& reason);
+// pending any more (torchtpu.sync(), mode switches, memory statistics).
+void materialize_all(runtime::FlushReason reason);
 
 // Number of ops recorded and not yet run.
 int64_t pending_ops();

@@ -2,6 +2,7 @@
 // The pending graph of fused eager: pending storages, recorded ops, and the plan of a graph.
 // Internal to defer/.
 #include "aten/Entry.h"
+#include "runtime/DeferredWork.h"
 #include "sim/Mxu.h"
 
 #include <ATen/core/Tensor.h>
@@ -114,9 +115,11 @@ void for_each_tensor_slot(torch::jit::Stack& args, F&& f) {
 
 // Lowering.cpp: plans (or finds the cached plan of) `nodes` and enqueues it.
 // `fingerprint` identifies the graph's structure (without liveness).
-void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string& reason);
+void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReason reason);
 
-// Recorded counters (Capture.cpp).
-void note_materialization(const std::string& reason, const std::string& location);
+// Counts a materialization: its reason's label (with the op, for reasons that name one) and the
+// Python location (Capture.cpp).
+void note_materialization(runtime::FlushReason reason, const std::string& op,
+                          const std::string& location);
 
 }  // namespace torchtpu::defer

@@ -35,7 +35,7 @@ Cache& cache() {
 
 }  // namespace
 
-void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string& reason) {
+void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReason reason) {
   const auto start = std::chrono::steady_clock::now();
   struct Timer {
     std::chrono::steady_clock::time_point start;
@@ -76,7 +76,7 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string&
     c.plans.emplace(h, plan);
     if (!c.dump_path.empty()) {
       std::ofstream out(c.dump_path, std::ios::app);
-      out << "# flushed by: " << reason << "\n" << plan->ir << "\n";
+      out << "# flushed by: " << runtime::policy(reason).label << "\n" << plan->ir << "\n";
     }
   }
   count("defer.graphs");
@@ -84,9 +84,7 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, const std::string&
   int64_t eliminated = 0;
   for (char l : plan->live) eliminated += !l;
   if (eliminated) count("defer.ops_eliminated", eliminated);
-  const bool blocking = reason == "host read" || reason == "explicit sync" ||
-                        reason == "device synchronize" || reason == "stream synchronize" ||
-                        reason == "mode switch";
+  const bool blocking = runtime::policy(reason).host_waits;
   execute(nodes, keys, *plan, alive_keys, blocking);
 }
 

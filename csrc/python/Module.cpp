@@ -4,6 +4,7 @@
 #include "defer/Defer.h"
 #include "runtime/Allocator.h"
 #include "runtime/ChipSpec.h"
+#include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
 #include "runtime/HostWait.h"
@@ -169,22 +170,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_eager_mode", [](const std::string& mode) {
     const auto next = runtime::eager_mode_from_name(mode);
     py::gil_scoped_release no_gil;
-    if (next != runtime::EagerMode::fused) defer::materialize_all("mode switch");
     runtime::set_eager_mode(next);
   });
   m.def("exchange_thread_eager_mode",
         [](std::optional<std::string> mode) -> std::optional<std::string> {
           std::optional<runtime::EagerMode> next;
           if (mode) next = runtime::eager_mode_from_name(*mode);
-          const auto current = runtime::eager_mode();
+          std::optional<runtime::EagerMode> previous;
           {
             py::gil_scoped_release no_gil;
-            if (current == runtime::EagerMode::fused &&
-                next.value_or(runtime::process_eager_mode()) != current) {
-              defer::materialize_all("mode switch");
-            }
+            previous = runtime::exchange_thread_eager_mode(next);
           }
-          const auto previous = runtime::exchange_thread_eager_mode(next);
           if (!previous) return std::nullopt;
           return std::string(runtime::name(*previous));
         });
@@ -193,7 +189,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("get_check_nans", [] { return runtime::check_nans(); });
   m.def("sync", [] {
     py::gil_scoped_release no_gil;
-    defer::materialize_all("explicit sync");
+    runtime::materialize_deferred_work(runtime::FlushReason::explicit_sync);
     for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
   });
 
@@ -203,10 +199,6 @@ PYBIND11_MODULE(_C, m) {
     return runtime::cancel_all_queued_work();
   });
   m.def("defer_pending_ops", [] { return defer::pending_ops(); });
-  m.def("defer_flush", [](const std::string& reason) {
-    py::gil_scoped_release no_gil;
-    defer::flush(reason);
-  });
   m.def("defer_materializations", [] { return defer::materializations(); });
   m.def("defer_reset_materializations", [] { defer::reset_materializations(); });
   m.def("defer_set_dump_path", [](const std::string& path) { defer::set_dump_path(path); });

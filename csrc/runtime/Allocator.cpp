@@ -1,6 +1,7 @@
 #include "runtime/Allocator.h"
 
 #include "runtime/ChipSpec.h"
+#include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
@@ -219,16 +220,6 @@ void Allocator::recordStream(const c10::DataPtr&, c10::Stream) {
   // eager) must revisit this.
 }
 
-namespace {
-std::atomic<MaterializeHook> g_materialize_hook{nullptr};
-
-void materialize_pending(const char* reason) {
-  if (MaterializeHook hook = g_materialize_hook.load(std::memory_order_acquire)) hook(reason);
-}
-}  // namespace
-
-void set_materialize_hook(MaterializeHook hook) { g_materialize_hook.store(hook); }
-
 size_t Allocator::allocated_bytes(c10::DeviceIndex device) {
   check_device_index(device);
   auto& s = state();
@@ -239,7 +230,7 @@ size_t Allocator::allocated_bytes(c10::DeviceIndex device) {
 
 Allocator::DeviceStats Allocator::getDeviceStats(c10::DeviceIndex device) {
   check_device_index(device);
-  materialize_pending("memory statistics");
+  materialize_deferred_work(FlushReason::memory_statistics);
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   return s.devices[device].stats;
@@ -263,7 +254,7 @@ void Allocator::resetAccumulatedStats(c10::DeviceIndex device) {
 
 void Allocator::resetPeakStats(c10::DeviceIndex device) {
   check_device_index(device);
-  materialize_pending("memory statistics");
+  materialize_deferred_work(FlushReason::memory_statistics);
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   auto& st = s.devices[device].stats;
@@ -276,7 +267,7 @@ void Allocator::resetPeakStats(c10::DeviceIndex device) {
 
 std::pair<size_t, size_t> Allocator::getMemoryInfo(c10::DeviceIndex device) {
   check_device_index(device);
-  materialize_pending("memory statistics");
+  materialize_deferred_work(FlushReason::memory_statistics);
   auto& s = state();
   std::lock_guard<std::recursive_mutex> lock(s.mutex);
   const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());

@@ -44,7 +44,7 @@ class Allocator final : public c10::DeviceAllocator {
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override;
 
   // Bytes of the live blocks of one device (memory_allocated), read without materializing
-  // anything (see set_materialize_hook).
+  // anything (see below).
   size_t allocated_bytes(c10::DeviceIndex device);
   // Allocates on an explicit device (allocate() uses the current device).
   c10::DataPtr allocate_on(c10::DeviceIndex device, size_t bytes);
@@ -59,10 +59,8 @@ Allocator& allocator();
 
 // Tensors can exist before they have memory (fused eager's pending storages). Memory statistics
 // count every live tensor, as CUDA's do: reading them (getDeviceStats, getMemoryInfo) or
-// resetting the peak first gives memory to everything pending, through this hook, which the
-// DeferAndFuse layer installs; `reason` is counted as a materialization.
-using MaterializeHook = void (*)(const char* reason);
-void set_materialize_hook(MaterializeHook hook);
+// resetting the peak first gives memory to everything pending (runtime/DeferredWork.h,
+// FlushReason::memory_statistics).
 
 // While one is alive on a thread, CPU allocations made on that thread come from the simulated
 // HBM of `device` (their DataPtr still says CPU). Host code that creates new results on behalf

@@ -1,7 +1,7 @@
 #include "runtime/Mode.h"
 
 #include "runtime/Env.h"
-#include "runtime/Stream.h"
+#include "runtime/DeferredWork.h"
 
 #include <atomic>
 
@@ -39,6 +39,9 @@ EagerMode eager_mode() {
 EagerMode process_eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
 
 std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode) {
+  if (eager_mode() == EagerMode::fused && mode.value_or(process_eager_mode()) != EagerMode::fused) {
+    materialize_deferred_work(FlushReason::mode_switch);
+  }
   const int previous = t_thread_mode;
   t_thread_mode = mode ? static_cast<int>(*mode) : -1;
   if (previous < 0) return std::nullopt;
@@ -53,10 +56,8 @@ OpModeScope::~OpModeScope() {
 }
 
 void set_eager_mode(EagerMode mode) {
-  // Work recorded by fused eager runs first; a switch to debug also drains the streams.
-  if (eager_mode() == EagerMode::fused && mode != EagerMode::fused) {
-    flush_pending_work("mode switch");
-  }
+  // Work recorded by fused eager runs first and every pending tensor gets its memory.
+  if (mode != EagerMode::fused) materialize_deferred_work(FlushReason::mode_switch);
   mode_slot().store(mode);
   // The calling thread sees the mode it set, also inside a scope of its own.
   if (t_thread_mode >= 0) t_thread_mode = static_cast<int>(mode);

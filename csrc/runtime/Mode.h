@@ -30,11 +30,14 @@ enum class EagerMode { debug, strict, fused };
 EagerMode eager_mode();
 // Strict and fused eager enqueue device work on streams; debug eager runs it inline.
 inline bool asynchronous() { return eager_mode() != EagerMode::debug; }
+// The one way to set the process's mode (the Python and C++ APIs call it): leaving fused eager
+// first runs the recorded work and gives every pending tensor its memory.
 void set_eager_mode(EagerMode mode);
 
 // The mode of the process (what threads without a mode of their own use).
 EagerMode process_eager_mode();
-// Sets (or with nullopt clears) the calling thread's mode; returns the previous one.
+// Sets (or with nullopt clears) the calling thread's mode; returns the previous one. Leaving
+// fused eager runs the recorded work first, as set_eager_mode does.
 std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode);
 
 // Fixes the mode for the op entering torchtpu on this thread (the outermost scope wins).

@@ -1,5 +1,6 @@
 #include "runtime/Stream.h"
 
+#include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
 #include "runtime/Errors.h"
 #include "runtime/HostWait.h"
@@ -126,16 +127,6 @@ struct StreamQueue::Impl {
   }
 };
 
-namespace {
-std::atomic<PendingWorkHook> g_pending_work_hook{nullptr};
-}  // namespace
-
-void set_pending_work_hook(PendingWorkHook hook) { g_pending_work_hook.store(hook); }
-
-void flush_pending_work(const char* reason) {
-  if (PendingWorkHook hook = g_pending_work_hook.load(std::memory_order_acquire)) hook(reason);
-}
-
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
@@ -161,7 +152,7 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
 }
 
 void StreamQueue::synchronize() {
-  flush_pending_work("stream synchronize");
+  flush_deferred_work(FlushReason::stream_synchronize);
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   wait_interruptibly(lock, impl_->drained, [&] { return impl_->completed == impl_->enqueued; });
@@ -263,7 +254,7 @@ c10::Stream current_stream(c10::DeviceIndex device) {
 c10::Stream exchange_stream(const c10::Stream& stream) {
   auto device = stream.device_index();
   auto previous = current_stream(device);
-  if (previous != stream) flush_pending_work("stream change");
+  if (previous != stream) flush_deferred_work(FlushReason::stream_change);
   if (tls_current.size() <= static_cast<size_t>(device)) tls_current.resize(device + 1, 0);
   tls_current[device] = stream.id();
   return previous;
@@ -302,7 +293,7 @@ std::vector<StreamQueue*> queues_of(c10::DeviceIndex device) {
 }  // namespace
 
 void synchronize_device(c10::DeviceIndex device) {
-  flush_pending_work("device synchronize");
+  flush_deferred_work(FlushReason::device_synchronize);
   check_device_index(device);
   for (auto* q : queues_of(device)) q->synchronize();
 }
@@ -374,7 +365,7 @@ struct Event {
 }  // namespace
 
 void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
-  flush_pending_work("event record");
+  flush_deferred_work(FlushReason::event_record);
   auto& queue = queue_of(stream);
   if (*handle == nullptr) {
     auto* e = new Event();

@@ -25,11 +25,8 @@ constexpr c10::StreamId kPoolSize = 32;
 class StreamQueue;
 
 // Work recorded but not yet enqueued (fused eager's pending graph) is flushed onto the streams
-// at every synchronization point: synchronize (device, stream), a stream change, an event
-// record. The DeferAndFuse layer installs the hook; `reason` is counted.
-using PendingWorkHook = void (*)(const char* reason);
-void set_pending_work_hook(PendingWorkHook hook);
-void flush_pending_work(const char* reason);
+// at every synchronization point: synchronize (device, stream), a stream change, an event record
+// (runtime/DeferredWork.h).
 
 // The queue behind a c10::Stream of this device type (created on first use).
 StreamQueue& queue_of(const c10::Stream& stream);
