@@ -21,9 +21,12 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/thread_pool.h>
 #include <c10/util/ParallelGuard.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -215,9 +218,21 @@ class SerialOpenMP {
   int previous_ = 0;
 };
 
-// Runs fn(b0, b1) over [0, blocks) split across ATen's intra-op thread count. (at::parallel_for
-// is an inline OpenMP template that this library, built without OpenMP, would run serially.)
-// The blocks are at most one ATen grain each, so the kernels inside run serially.
+// The helper threads of fused regions: one persistent pool (c10::ThreadPool) of ATen's
+// intra-op thread count minus one, started on first use and kept for the process (fused regions
+// used to start fresh threads for every region). Each helper sets its OpenMP team to one thread:
+// the kernels inside a block run serially.
+c10::ThreadPool& block_pool() {
+  static auto* pool = new c10::ThreadPool(std::max(1, at::get_num_threads() - 1), -1, [] {
+    if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
+  });  // (leaked: helpers may be busy while the process exits)
+  return *pool;
+}
+
+// Runs fn(b0, b1) over [0, blocks) split across ATen's intra-op thread count: the calling
+// thread takes the first share, the pool's helpers the others. (at::parallel_for is an inline
+// OpenMP template that this library, built without OpenMP, would run serially.) The blocks are
+// at most one ATen grain each, so the kernels inside run serially.
 template <typename F>
 void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
   const int64_t threads = std::min<int64_t>(at::get_num_threads(), blocks);
@@ -226,15 +241,19 @@ void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
     return;
   }
   const int64_t per = (blocks + threads - 1) / threads;
-  std::vector<std::thread> helpers;
   std::vector<std::exception_ptr> errors(threads);
+  std::mutex mutex;
+  std::condition_variable done;
+  int64_t pending = threads - 1;
   for (int64_t t = 1; t < threads; ++t) {
-    helpers.emplace_back([&, t] {
+    block_pool().run([&, t] {
       try {
         fn(t * per, std::min(blocks, (t + 1) * per));
       } catch (...) {
         errors[t] = std::current_exception();
       }
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--pending == 0) done.notify_all();
     });
   }
   try {
@@ -242,7 +261,10 @@ void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
   } catch (...) {
     errors[0] = std::current_exception();
   }
-  for (auto& h : helpers) h.join();
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return pending == 0; });
+  }
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }

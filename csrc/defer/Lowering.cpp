@@ -3,12 +3,15 @@
 #include "defer/Defer.h"
 #include "defer/Graph.h"
 #include "defer/Plan.h"
+#include "runtime/Env.h"
 #include "runtime/Metrics.h"
 
 #include <c10/util/hash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <list>
 #include <mutex>
 #include <unordered_map>
 
@@ -17,15 +20,110 @@ namespace {
 
 using runtime::metrics::count;
 
-// The plan cache
+// The plan cache: keyed by a 128-bit hash of the graph's structure (Plan.h: everything a plan
+// depends on) with the record-time fingerprint of the non-tensor arguments mixed in; a hit is
+// checked against the stored structure (a collision is a miss, counted), and the least recently
+// used plan goes when the cache is full (TORCHTPU_DEFER_PLAN_CACHE plans, default 4096).
+
+struct PlanKey {
+  uint64_t lo = 0, hi = 0;
+  bool operator==(const PlanKey& o) const { return lo == o.lo && hi == o.hi; }
+};
+struct PlanKeyHash {
+  size_t operator()(const PlanKey& k) const { return static_cast<size_t>(k.lo ^ (k.hi >> 1)); }
+};
+
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+PlanKey hash_structure(const std::vector<int64_t>& structure) {
+  PlanKey k{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+  for (int64_t v : structure) {
+    k.lo = mix(k.lo ^ static_cast<uint64_t>(v));
+    k.hi = mix(k.hi + static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ULL);
+  }
+  return k;
+}
+
+// What a plan depends on, as integers: per node its op, capture, place, fusion facts and shape,
+// per operand and result its storage key, geometry, dtype and access; liveness of every pending
+// storage; the record-time fingerprint of the arguments.
+std::vector<int64_t> structure_of(const std::vector<Node>& nodes, const Keys& keys,
+                                  const std::vector<char>& alive_keys, uint64_t fingerprint) {
+  std::vector<int64_t> out;
+  out.reserve(nodes.size() * 24 + alive_keys.size() + 2);
+  out.push_back(static_cast<int64_t>(fingerprint));
+  auto operand = [&](const Operand& o, int key) {
+    out.push_back(key);
+    if (!o.defined()) return;
+    out.push_back(static_cast<int64_t>(o.dtype) | (int64_t(o.read) << 8) |
+                  (int64_t(o.written) << 9) | (int64_t(o.conj) << 10) | (int64_t(o.neg) << 11));
+    out.push_back(o.offset);
+    out.push_back(static_cast<int64_t>(o.sizes.size()));
+    out.insert(out.end(), o.sizes.begin(), o.sizes.end());
+    out.insert(out.end(), o.strides.begin(), o.strides.end());
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    out.push_back(reinterpret_cast<int64_t>(&n.op.schema()));
+    out.push_back(static_cast<int64_t>(n.capture) | (int64_t(n.elementwise) << 8) |
+                  (int64_t(n.checks_values) << 9));
+    out.push_back(place_of(n));
+    out.push_back(static_cast<int64_t>(n.shape.size()));
+    out.insert(out.end(), n.shape.begin(), n.shape.end());
+    out.push_back(static_cast<int64_t>(n.operands.size()));
+    for (size_t j = 0; j < n.operands.size(); ++j) operand(n.operands[j], keys.operands[i][j]);
+    out.push_back(static_cast<int64_t>(n.results.size()));
+    for (size_t j = 0; j < n.results.size(); ++j) operand(n.results[j], keys.results[i][j]);
+  }
+  for (char a : alive_keys) out.push_back(a);
+  return out;
+}
 
 struct Cache {
+  struct Entry {
+    PlanKey key;
+    std::vector<int64_t> structure;
+    std::shared_ptr<Plan> plan;
+  };
   std::mutex mutex;
-  std::unordered_map<uint64_t, std::shared_ptr<Plan>> plans;
+  std::list<Entry> lru;  // most recently used first
+  std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index;
+  size_t capacity = static_cast<size_t>(
+      std::max<int64_t>(1, runtime::env::get_int("TORCHTPU_DEFER_PLAN_CACHE").value_or(4096)));
   std::string dump_path = [] {
     const char* v = std::getenv("TORCHTPU_DUMP_REGIONS");
     return v == nullptr ? std::string() : std::string(v);
   }();
+
+  // The plan of `structure`, or null. Caller holds the mutex.
+  std::shared_ptr<Plan> find(const PlanKey& key, const std::vector<int64_t>& structure) {
+    auto it = index.find(key);
+    if (it == index.end()) return nullptr;
+    if (it->second->structure != structure) {
+      count("defer.cache_collisions");
+      return nullptr;
+    }
+    lru.splice(lru.begin(), lru, it->second);
+    return it->second->plan;
+  }
+  void insert(const PlanKey& key, std::vector<int64_t> structure, std::shared_ptr<Plan> plan) {
+    if (auto it = index.find(key); it != index.end()) {
+      lru.erase(it->second);
+      index.erase(it);
+    }
+    while (lru.size() >= capacity) {
+      index.erase(lru.back().key);
+      lru.pop_back();
+      count("defer.cache_evictions");
+    }
+    lru.push_front(Entry{key, std::move(structure), std::move(plan)});
+    index[key] = lru.begin();
+  }
 };
 
 Cache& cache() {
@@ -47,17 +145,14 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
   } timer{start};
   const Keys keys = keys_of(nodes);
   std::vector<char> alive_keys(keys.pending.size());
-  size_t h = c10::hash_combine(fingerprint, nodes.size());
-  for (size_t k = 0; k < keys.pending.size(); ++k) {
-    alive_keys[k] = alive(*keys.pending[k]);
-    h = c10::hash_combine(h, alive_keys[k] ? 0x51 : 0x33);
-  }
+  for (size_t k = 0; k < keys.pending.size(); ++k) alive_keys[k] = alive(*keys.pending[k]);
+  std::vector<int64_t> structure = structure_of(nodes, keys, alive_keys, fingerprint);
+  const PlanKey key = hash_structure(structure);
   std::shared_ptr<Plan> plan;
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.plans.find(h);
-    if (it != c.plans.end()) plan = it->second;
+    plan = c.find(key, structure);
   }
   if (plan) {
     count("defer.cache_hits");
@@ -72,8 +167,7 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
     if (plan->replans) count("defer.replans", plan->replans);
     count("defer.compile_ns", ns);
     std::lock_guard<std::mutex> lock(c.mutex);
-    if (c.plans.size() > 4096) c.plans.clear();
-    c.plans.emplace(h, plan);
+    c.insert(key, std::move(structure), plan);
     if (!c.dump_path.empty()) {
       std::ofstream out(c.dump_path, std::ios::app);
       out << "# flushed by: " << runtime::policy(reason).label << "\n" << plan->ir << "\n";
@@ -96,13 +190,14 @@ void set_dump_path(const std::string& path) {
 std::string cached_plans_text() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   std::string out;
-  for (const auto& [key, plan] : cache().plans) out += plan->ir + "\n";
+  for (const auto& entry : cache().lru) out += entry.plan->ir + "\n";
   return out;
 }
 
 void clear_cache() {
   std::lock_guard<std::mutex> lock(cache().mutex);
-  cache().plans.clear();
+  cache().lru.clear();
+  cache().index.clear();
 }
 
 }  // namespace torchtpu::defer
