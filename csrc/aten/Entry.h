@@ -12,12 +12,18 @@
 #include <ATen/core/stack.h>
 #include <torch/library.h>
 
+#include "runtime/Metrics.h"
 #include "runtime/Mode.h"
+
+#include <atomic>
 
 #include <memory>
 #include <string>
 
 namespace torchtpu::aten {
+
+// "aten::add.out": the op's schema name with its overload.
+std::string op_name(const c10::OperatorHandle& op);
 
 // What an op is, as far as deferring it goes.
 enum class Capture {
@@ -59,13 +65,26 @@ class EntryKernel final : public c10::OperatorKernel {
     if (!inside_kernel()) {
       if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_)) return;
     }
+    // Every op a torchtpu kernel runs is counted here, once, under its schema name (the CPU
+    // fallback counts its ops as fallbacks).
+    if (capture_ != Capture::fallback) count(op);
     const KernelScope scope;
     kernel_.callBoxed(op, keys, stack);
   }
 
  private:
+  void count(const c10::OperatorHandle& op) {
+    std::atomic<int64_t>* slot = slot_.load(std::memory_order_acquire);
+    if (slot == nullptr) {
+      slot = &runtime::metrics::slot(runtime::metrics::Category::op, op_name(op));
+      slot_.store(slot, std::memory_order_release);
+    }
+    slot->fetch_add(1, std::memory_order_relaxed);
+  }
+
   c10::KernelFunction kernel_;
   Capture capture_;
+  std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
 };
 
 // m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments))

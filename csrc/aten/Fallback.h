@@ -28,8 +28,6 @@ void set_fallback_mode(FallbackMode mode);
 // a float64 matmul) to the host. `why` replaces the standard explanation in the warning.
 void note_fallback(const std::string& name, const char* why = nullptr);
 
-// "aten::add.Tensor": the op's name and overload, as metrics and messages show it.
-std::string op_name(const c10::OperatorHandle& op);
 
 // The device an op runs on, from its arguments on the stack, with CUDA's rule: all tensors on
 // one device except 0-dim CPU tensors (scalars); a mismatch raises CUDA's error. Without TPU

@@ -449,7 +449,6 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
   const std::string name = op_name(op);
   const auto device = common_device(name, torch::jit::last(*stack, num_args));
   TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
-  runtime::metrics::count_op(name);
 
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
   // with no generator to lend. Everything else runs inline after the queued work.

@@ -133,7 +133,6 @@ void launch(c10::Device device, std::string op, std::function<void()> work,
 namespace {
 
 using runtime::metrics::count;
-using runtime::metrics::count_op;
 
 // Charges a launch that writes `t` (and reads `reads` more bytes) to the cost model.
 void charge_vector(const char* op, const at::Tensor& t, double units, double reads = 0) {
@@ -156,7 +155,6 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
                                std::optional<c10::Layout> layout,
                                std::optional<c10::Device> device, std::optional<bool> pin_memory,
                                std::optional<c10::MemoryFormat> memory_format) {
-  count_op("aten::empty.memory_format");
   check_options(layout, pin_memory);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   return at::detail::empty_generic(size, &runtime::allocator(),
@@ -167,7 +165,6 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device, std::optional<bool> pin_memory) {
-  count_op("aten::empty_strided");
   check_options(layout, pin_memory);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   return at::detail::empty_strided_generic(size, stride, &runtime::allocator(),
@@ -177,7 +174,6 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
                        at::Tensor& out) {
-  count_op("aten::arange.start_out");
   // Computed on the host, where the length and rounding rules live, then written in place.
   auto host = at::empty({0}, out.options().device(at::kCPU));
   at::arange_out(host, start, end, step);
@@ -195,7 +191,6 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
 // are counted per direction.
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  count_op("aten::_copy_from");
   TORCH_CHECK(self.defined(), "Source tensor (self) is not defined.");
   TORCH_CHECK(dst.defined(), "Destination tensor (dst) is not defined.");
   const bool src_tpu = self.device().is_privateuseone();
@@ -237,7 +232,6 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 }
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-  count_op("aten::_copy_from_and_resize");
   {
     const c10::DeviceGuard guard(dst.device());
     at::native::resize_(dst, self.sizes(), std::nullopt);
@@ -246,7 +240,6 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 at::Scalar _local_scalar_dense(const at::Tensor& self) {
-  count_op("aten::_local_scalar_dense");
   count("transfer.device_to_host_bytes", self.element_size());
   wait_for_device(self.device());
   return at::native::_local_scalar_dense_cpu(host_alias(self));
@@ -257,25 +250,21 @@ at::Scalar _local_scalar_dense(const at::Tensor& self) {
 
 at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size,
                       c10::SymIntArrayRef stride, std::optional<c10::SymInt> storage_offset) {
-  count_op("aten::as_strided");
   return at::cpu::as_strided_symint(self, size, stride, storage_offset);
 }
 
 at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
-  count_op("aten::view");
   return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
 at::Tensor _reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size,
                           c10::SymIntArrayRef stride) {
-  count_op("aten::_reshape_alias");
   return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
                                     C10_AS_INTARRAYREF_SLOW(stride));
 }
 
 const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
                           std::optional<at::MemoryFormat> memory_format) {
-  count_op("aten::resize_");
   const c10::DeviceGuard guard(self.device());  // new storage goes to self's device
   // Growing a storage copies its bytes on the host: let queued writers finish first.
   if (self.storage().nbytes() > 0) wait_for_device(self.device());
@@ -285,27 +274,22 @@ const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
 // View ops whose CPU kernel is the generic as_strided-based one (the fallback cannot serve
 // views: a copy would break aliasing).
 at::Tensor unfold(const at::Tensor& self, int64_t dimension, int64_t size, int64_t step) {
-  count_op("aten::unfold");
   return at::native::unfold(self, dimension, size, step);
 }
 
 at::Tensor view_as_real(const at::Tensor& self) {
-  count_op("aten::view_as_real");
   return at::native::view_as_real(self);
 }
 
 at::Tensor view_as_complex(const at::Tensor& self) {
-  count_op("aten::view_as_complex");
   return at::native::view_as_complex(self);
 }
 
 at::Tensor& set_source_Tensor_(at::Tensor& self, const at::Tensor& source) {
-  count_op("aten::set_.source_Tensor");
   return at::native::set_tensor_(self, source);
 }
 
 at::Tensor& set_source_Storage_(at::Tensor& self, at::Storage source) {
-  count_op("aten::set_.source_Storage");
   return at::native::set_(self, source);
 }
 
@@ -313,12 +297,10 @@ at::Tensor& set_source_Storage_storage_offset_(at::Tensor& self, at::Storage sto
                                                c10::SymInt storage_offset,
                                                c10::SymIntArrayRef size,
                                                c10::SymIntArrayRef stride) {
-  count_op("aten::set_.source_Storage_storage_offset");
   return at::cpu::set__symint(self, storage, storage_offset, size, stride);
 }
 
 at::Tensor& set_(at::Tensor& self) {
-  count_op("aten::set_");
   const c10::DeviceGuard guard(self.device());
   c10::Storage storage(c10::Storage::use_byte_size_t(), 0, &runtime::allocator(), true);
   return at::native::set_(self, storage);
@@ -337,7 +319,6 @@ void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
-  count_op("aten::fill_.Scalar");
   charge_vector("aten::fill_", self, 1);
   launch(self.device(), "aten::fill_",
          [self, alias = host_alias(self), value]() mutable { alias.fill_(value); }, {self});
@@ -345,7 +326,6 @@ at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
 }
 
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
-  count_op("aten::fill_.Tensor");
   check_scalar_operand(self, value);
   charge_vector("aten::fill_", self, 1);
   const at::Tensor v = value.is_cpu() ? value.clone() : value;  // a CPU scalar by value
@@ -358,7 +338,6 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& zero_(at::Tensor& self) {
-  count_op("aten::zero_");
   charge_vector("aten::zero_", self, 1);
   launch(self.device(), "aten::zero_",
          [self, alias = host_alias(self)]() mutable { alias.zero_(); }, {self});
@@ -388,17 +367,14 @@ at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& ge
 }
 
 at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  count_op("aten::normal_");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.normal_(mean, std, g); });
 }
 
 at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  count_op("aten::uniform_");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.uniform_(from, to, g); });
 }
 
 at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
-  count_op("aten::bernoulli_.float");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.bernoulli_(p, g); });
 }
 
@@ -406,7 +382,6 @@ at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Gener
 // kernel computes them.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
                                                   std::optional<bool> train) {
-  count_op("aten::native_dropout");
   if (auto decomposed = dropout_on_device(input, p, train)) return *decomposed;
   if (train.has_value() && !*train) {
     return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
@@ -426,7 +401,6 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 // value surfaces as scatter's index error. Here it is checked as on those devices (a host read,
 // as CUDA's check is), with their messages.
 at::Tensor one_hot(const at::Tensor& self, int64_t num_classes) {
-  count_op("aten::one_hot");
   TORCH_CHECK(self.scalar_type() == at::kLong,
               "one_hot is only applicable to index tensor of type LongTensor.");
   std::vector<int64_t> shape = self.sizes().vec();
@@ -450,24 +424,20 @@ at::Tensor one_hot(const at::Tensor& self, int64_t num_classes) {
 }
 
 at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
-  count_op("aten::random_");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(g); });
 }
 
 at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
-  count_op("aten::random_.to");
   return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(to, g); });
 }
 
 at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
                          std::optional<at::Generator> gen) {
-  count_op("aten::random_.from");
   return random_fill(self, gen,
                      [&](at::Tensor& t, at::Generator& g) { t.random_(from, to, g); });
 }
 
 at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
-  count_op("aten::exponential_");
   return random_fill(self, gen,
                      [&](at::Tensor& t, at::Generator& g) { t.exponential_(lambd, g); });
 }
@@ -480,7 +450,6 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 
 at::Tensor histc(const at::Tensor& self, int64_t bins, const c10::Scalar& min,
                  const c10::Scalar& max) {
-  count_op("aten::histc");
   wait_for_device(self.device());
   const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
   const at::Tensor h = host_alias(self);
@@ -508,7 +477,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
     const at::Tensor& input, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
     const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
-  count_op("aten::native_batch_norm");
   wait_for_device(input.device());
   check_same_device("aten::native_batch_norm", {&input, ptr_of(weight), ptr_of(bias),
                                                 ptr_of(running_mean), ptr_of(running_var)});
@@ -524,7 +492,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
     const std::optional<at::Tensor>& save_mean, const std::optional<at::Tensor>& save_invstd,
     bool train, double eps, std::array<bool, 3> output_mask) {
-  count_op("aten::native_batch_norm_backward");
   wait_for_device(input.device());
   check_same_device("aten::native_batch_norm_backward",
                     {&grad_out, &input, ptr_of(weight), ptr_of(running_mean),

@@ -28,7 +28,6 @@
 namespace torchtpu::aten {
 namespace {
 
-using runtime::metrics::count_op;
 
 void check_dtypes(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK(a.scalar_type() == b.scalar_type(),
@@ -116,7 +115,6 @@ void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor&
 // ---------------------------------------------------------------------------------------------
 
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  count_op("aten::mm.out");
   check_same_device("aten::mm", {&self, &mat2, &out});
   TORCH_CHECK(self.dim() == 2, "self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
@@ -129,7 +127,6 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
 }
 
 at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  count_op("aten::bmm.out");
   check_same_device("aten::bmm", {&self, &mat2, &out});
   TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
   TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
@@ -145,7 +142,6 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 
 at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
-  count_op("aten::addmm.out");
   check_same_device("aten::addmm", {&self, &mat1, &mat2, &out});
   TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
@@ -166,7 +162,6 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
 at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,
                         const c10::Scalar& alpha, at::Tensor& out) {
-  count_op("aten::baddbmm.out");
   check_same_device("aten::baddbmm", {&self, &batch1, &batch2, &out});
   TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
   TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
@@ -184,7 +179,6 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
 
 at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
-  count_op("aten::addmv.out");
   check_same_device("aten::addmv", {&self, &mat, &vec, &out});
   TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
               self.dim(), ", ", mat.dim(), ", ", vec.dim());
@@ -197,7 +191,6 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
 }
 
 at::Tensor dot_kernel(const at::Tensor& self, const at::Tensor& tensor) {
-  count_op("aten::dot");
   check_same_device("aten::dot", {&self, &tensor});
   TORCH_CHECK(self.dim() == 1 && tensor.dim() == 1,
               "1D tensors expected, but got ", self.dim(), "D and ", tensor.dim(), "D tensors");
@@ -216,7 +209,6 @@ at::Tensor dot_kernel(const at::Tensor& self, const at::Tensor& tensor) {
 
 at::Tensor vdot_kernel(const at::Tensor& self, const at::Tensor& other) {
   if (!self.is_complex()) return dot_kernel(self, other);
-  count_op("aten::vdot");
   check_same_device("aten::vdot", {&self, &other});
   wait_for_device(self.device());
   note_fallback("aten::vdot (" + std::string(c10::toString(self.scalar_type())) + ")");
@@ -224,7 +216,6 @@ at::Tensor vdot_kernel(const at::Tensor& self, const at::Tensor& other) {
 }
 
 at::Tensor& int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  count_op("aten::_int_mm.out");
   check_same_device("aten::_int_mm", {&self, &mat2, &out});
   TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "Expected self and mat2 to be 2D tensors");
   TORCH_CHECK(self.scalar_type() == at::kChar && mat2.scalar_type() == at::kChar,
@@ -298,7 +289,6 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::IntArrayRef stride, c10::IntArrayRef padding,
                                     c10::IntArrayRef dilation, bool transposed,
                                     c10::IntArrayRef output_padding, int64_t groups) {
-  count_op("aten::convolution_overrideable");
   wait_for_device(input.device());
   const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
   check_same_device("aten::convolution", {&input, &weight, b});
@@ -348,7 +338,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
-  count_op("aten::convolution_backward_overrideable");
   wait_for_device(input.device());
   check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
   const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};

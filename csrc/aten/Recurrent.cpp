@@ -32,7 +32,6 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
                                             const at::Tensor& hidden_gates, const at::Tensor& hx,
                                             const std::optional<at::Tensor>& input_bias,
                                             const std::optional<at::Tensor>& hidden_bias) {
-  runtime::metrics::count_op("aten::_thnn_fused_gru_cell");
   check_same_device("aten::_thnn_fused_gru_cell", {&input_gates, &hidden_gates, &hx});
   wait_for_device(hx.device());
   at::Tensor ig = host_alias(input_gates), hg = host_alias(hidden_gates);
@@ -52,7 +51,6 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_backward(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
-  runtime::metrics::count_op("aten::_thnn_fused_gru_cell_backward");
   check_same_device("aten::_thnn_fused_gru_cell_backward", {&grad_hy, &workspace});
   wait_for_device(workspace.device());
   const auto w = host_alias(workspace).chunk(5, 1);
@@ -78,7 +76,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
-  runtime::metrics::count_op("aten::_thnn_fused_lstm_cell");
   check_same_device("aten::_thnn_fused_lstm_cell", {&input_gates, &hidden_gates, &cx});
   wait_for_device(cx.device());
   at::Tensor gates = host_alias(input_gates) + host_alias(hidden_gates);
@@ -99,7 +96,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(
     const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
     const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
-  runtime::metrics::count_op("aten::_thnn_fused_lstm_cell_backward_impl");
   check_same_device("aten::_thnn_fused_lstm_cell_backward_impl", {&cx, &cy, &workspace});
   wait_for_device(cx.device());
   const auto w = host_alias(workspace).chunk(4, 1);

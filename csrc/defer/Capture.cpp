@@ -555,7 +555,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   s.fingerprint = h;
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
-  runtime::metrics::count("defer.ops_recorded");
+  static const runtime::metrics::Counter ops_recorded("defer.ops_recorded");
+  ops_recorded.add();
 
   torch::jit::drop(*stack, num_args);
   for (auto& r : returned) stack->push_back(std::move(r));
@@ -822,7 +823,7 @@ bool memory_pressure(c10::Device device, size_t bytes) {
                          static_cast<int64_t>(runtime::Allocator::round_size(bytes)) +
                          static_cast<int64_t>(runtime::allocator().allocated_bytes(device.index()));
   if (needed <= runtime::hbm_capacity_bytes() && !host_memory_pressure(bytes)) return false;
-  runtime::metrics::count("defer.memory_pressure");
+  TORCHTPU_COUNT("defer.memory_pressure");
   materialize_all(FlushReason::memory_pressure);
   return true;
 }
@@ -838,7 +839,7 @@ bool record_dropout(torch::jit::Stack* stack) {
   auto decomposed = aten::dropout_on_device(args[0].toTensor(), args[1].toDouble(),
                                             args[2].toOptional<bool>());
   if (!decomposed) return false;
-  runtime::metrics::count("defer.dropouts_recorded");
+  TORCHTPU_COUNT("defer.dropouts_recorded");
   torch::jit::drop(*stack, 3);
   stack->push_back(std::move(std::get<0>(*decomposed)));
   stack->push_back(std::move(std::get<1>(*decomposed)));
@@ -884,7 +885,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
     if (d.index() >= runtime::device_count()) return false;  // the kernel raises
     if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
-    runtime::metrics::count_op(aten::op_name(op));
+    runtime::metrics::add(runtime::metrics::Category::op, aten::op_name(op));  // (recorded)
     at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
     torch::jit::drop(*stack, num_args);
     stack->push_back(std::move(t));
@@ -963,7 +964,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
       const auto t0 = std::chrono::steady_clock::now();
       meta = meta_results(op, *stack, &why);
       runtime::metrics::count("defer.meta_calls." + name);
-      runtime::metrics::count("defer.meta_ns",
+      TORCHTPU_COUNT("defer.meta_ns",
                               std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::steady_clock::now() - t0)
                                   .count());
@@ -1115,7 +1116,8 @@ void set_max_pending_ops(int64_t n) {
 
 void note_materialization(FlushReason reason, const std::string& op,
                           const std::string& location) {
-  runtime::metrics::count("defer.materializations");
+  static const runtime::metrics::Counter materializations("defer.materializations");
+  materializations.add();
   const runtime::FlushPolicy& p = runtime::policy(reason);
   std::string label = p.names_op && !op.empty() ? std::string(p.label) + ": " + op : p.label;
   State& s = state();

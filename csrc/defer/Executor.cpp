@@ -35,7 +35,6 @@
 namespace torchtpu::defer {
 namespace {
 
-using runtime::metrics::count;
 
 // Elements per block of a fused region (the block of every operand stays in L2);
 // TORCHTPU_FUSED_BLOCK overrides it (for experiments).
@@ -496,7 +495,7 @@ class Executor {
     if (blocking_ && !debug_flag("nowait") && released_ >= std::max<size_t>(nbytes, size_t(1) << 20)) {
       aten::wait_for_device(device);
       released_ = 0;
-      count("defer.memory_waits");
+      TORCHTPU_COUNT("defer.memory_waits");
     }
   }
 
@@ -557,10 +556,10 @@ class Executor {
       }
       return;
     }
-    count("defer.result_copies");
+    TORCHTPU_COUNT("defer.result_copies");
     if (real.scalar_type() != o.dtype || real.sizes() != c10::IntArrayRef(o.sizes)) {
       // The op's meta kernel (which sized the recorded result) disagrees with the kernel.
-      count("defer.meta_mismatches");
+      TORCHTPU_COUNT("defer.meta_mismatches");
       TORCH_WARN_ONCE("fused eager: the meta kernel of ", nodes_[0].name.empty() ? "" : "an op",
                       " gave ", c10::toString(o.dtype), c10::IntArrayRef(o.sizes),
                       " where the kernel returned ", c10::toString(real.scalar_type()),
@@ -639,8 +638,7 @@ class Executor {
           }
           if (n.operands[j].written) counted[key] = true;  // charged with the matmul
         }
-        runtime::metrics::count_op(n.name);
-        continue;
+        continue;  // (counted by its kernel's entry)
       }
       FusedOp f(n.op);
       f.name = n.name;
@@ -673,7 +671,7 @@ class Executor {
         if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
-      if (foreign) count("emulated." + n.name);
+      if (foreign) runtime::metrics::count("emulated." + n.name);
       units += aten::vpu_units(base) * (foreign ? 10.0 : 1.0);
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
         if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
@@ -683,7 +681,7 @@ class Executor {
         counted[key] = true;
         bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
       });
-      runtime::metrics::count_op(n.name);
+      runtime::metrics::add(runtime::metrics::Category::op, n.name);  // (no kernel runs it)
       fused->ops.push_back(std::move(f));
     }
     {
@@ -694,7 +692,7 @@ class Executor {
         for (const Source& r : f.results) {
           if (r.kind == Source::block) not_in_buffer.insert(r.slot);
         }
-        if (f.simple) count("defer.ops_in_loop");
+        if (f.simple) TORCHTPU_COUNT("defer.ops_in_loop");
       }
     }
     sim::Estimate e = sim::cost_model().vector(numel, units, bytes);
@@ -732,12 +730,12 @@ class Executor {
       e.vpu_s += collect.total.vpu_s;
       e.hbm_bytes += collect.total.hbm_bytes - input_bytes;
       e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
-      count("defer.fused_reduction_regions");
+      TORCHTPU_COUNT("defer.fused_reduction_regions");
     }
     sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
-    count("defer.fused_regions");
-    count("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
-    if (region.matmul_first) count("defer.fused_matmul_regions");
+    TORCHTPU_COUNT("defer.fused_regions");
+    TORCHTPU_COUNT("defer.ops_fused", static_cast<int64_t>(region.nodes.size()));
+    if (region.matmul_first) TORCHTPU_COUNT("defer.fused_matmul_regions");
   }
 
   // Each region is enqueued on the stream its ops were recorded on (Node::stream), whichever
@@ -773,7 +771,7 @@ class Executor {
                              c10::EventFlag::PYTORCH_DEFAULT);
       runtime::event::block(event, stream);
       runtime::event::destroy(event);
-      count("defer.stream_waits");
+      TORCHTPU_COUNT("defer.stream_waits");
     }
   }
 

@@ -18,7 +18,6 @@
 namespace torchtpu::defer {
 namespace {
 
-using runtime::metrics::count;
 
 // The plan cache: keyed by a 128-bit hash of the graph's structure (Plan.h: everything a plan
 // depends on) with the record-time fingerprint of the non-tensor arguments mixed in; a hit is
@@ -105,7 +104,7 @@ struct Cache {
     auto it = index.find(key);
     if (it == index.end()) return nullptr;
     if (it->second->structure != structure) {
-      count("defer.cache_collisions");
+      TORCHTPU_COUNT("defer.cache_collisions");
       return nullptr;
     }
     lru.splice(lru.begin(), lru, it->second);
@@ -119,7 +118,7 @@ struct Cache {
     while (lru.size() >= capacity) {
       index.erase(lru.back().key);
       lru.pop_back();
-      count("defer.cache_evictions");
+      TORCHTPU_COUNT("defer.cache_evictions");
     }
     lru.push_front(Entry{key, std::move(structure), std::move(plan)});
     index[key] = lru.begin();
@@ -138,7 +137,7 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
   struct Timer {
     std::chrono::steady_clock::time_point start;
     ~Timer() {
-      count("defer.flush_host_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+      TORCHTPU_COUNT("defer.flush_host_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::steady_clock::now() - start)
                                        .count());
     }
@@ -155,17 +154,17 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
     plan = c.find(key, structure);
   }
   if (plan) {
-    count("defer.cache_hits");
+    TORCHTPU_COUNT("defer.cache_hits");
   } else {
-    count("defer.cache_misses");
+    TORCHTPU_COUNT("defer.cache_misses");
     const auto t0 = std::chrono::steady_clock::now();
     plan = build_plan(nodes, keys, alive_keys);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
-    count("defer.compiles");
-    if (plan->replans) count("defer.replans", plan->replans);
-    count("defer.compile_ns", ns);
+    TORCHTPU_COUNT("defer.compiles");
+    if (plan->replans) TORCHTPU_COUNT("defer.replans", plan->replans);
+    TORCHTPU_COUNT("defer.compile_ns", ns);
     std::lock_guard<std::mutex> lock(c.mutex);
     c.insert(key, std::move(structure), plan);
     if (!c.dump_path.empty()) {
@@ -173,11 +172,11 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
       out << "# flushed by: " << runtime::policy(reason).label << "\n" << plan->ir << "\n";
     }
   }
-  count("defer.graphs");
-  count("defer.regions", static_cast<int64_t>(plan->regions.size()));
+  TORCHTPU_COUNT("defer.graphs");
+  TORCHTPU_COUNT("defer.regions", static_cast<int64_t>(plan->regions.size()));
   int64_t eliminated = 0;
   for (char l : plan->live) eliminated += !l;
-  if (eliminated) count("defer.ops_eliminated", eliminated);
+  if (eliminated) TORCHTPU_COUNT("defer.ops_eliminated", eliminated);
   const bool blocking = runtime::policy(reason).host_waits;
   execute(nodes, keys, *plan, alive_keys, blocking);
 }

@@ -156,7 +156,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
         ptr = std::aligned_alloc(64, rounded);
         if (ptr == nullptr) break;  // the host itself is out of memory
       } else if (attempt == 0 && !on_stream_worker()) {
-        metrics::count("allocator.waits_for_queued_frees");
+        TORCHTPU_COUNT("allocator.waits_for_queued_frees");
         lock.unlock();
         release_queued_memory(device);
         lock.lock();
@@ -164,7 +164,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     }
     if (ptr == nullptr) {
       d.stats.num_ooms++;
-      metrics::count("allocator.out_of_memory");
+      TORCHTPU_COUNT("allocator.out_of_memory");
       const size_t free_bytes = capacity > d.reserved ? capacity - d.reserved : 0;
       TORCH_CHECK_WITH(
           OutOfMemoryError, false, "TPU out of memory. Tried to allocate ", format_bytes(bytes),

@@ -1,6 +1,7 @@
 #include "runtime/Metrics.h"
 
 #include <array>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -9,7 +10,7 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::array<std::unordered_map<std::string, int64_t>, 5> tables;
+  std::array<std::unordered_map<std::string, std::unique_ptr<std::atomic<int64_t>>>, 5> tables;
 };
 
 Registry& registry() {
@@ -19,23 +20,31 @@ Registry& registry() {
 
 }  // namespace
 
-void add(Category category, const std::string& name, int64_t delta) {
+std::atomic<int64_t>& slot(Category category, const std::string& name) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.tables[static_cast<size_t>(category)][name] += delta;
+  auto& entry = r.tables[static_cast<size_t>(category)][name];
+  if (!entry) entry = std::make_unique<std::atomic<int64_t>>(0);
+  return *entry;
 }
 
 std::map<std::string, int64_t> snapshot(Category category) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const auto& table = r.tables[static_cast<size_t>(category)];
-  return std::map<std::string, int64_t>(table.begin(), table.end());
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, value] : r.tables[static_cast<size_t>(category)]) {
+    const int64_t v = value->load(std::memory_order_relaxed);
+    if (v != 0) out.emplace(name, v);
+  }
+  return out;
 }
 
 void reset() {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (auto& table : r.tables) table.clear();
+  for (auto& table : r.tables) {
+    for (auto& [name, value] : table) value->store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace torchtpu::runtime::metrics

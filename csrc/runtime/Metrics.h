@@ -1,6 +1,10 @@
 #pragma once
 // Process-wide counters behind torchtpu.metrics. Nothing silent: every op run on the device,
 // every CPU fallback and every notable runtime event is counted here, by name.
+//
+// Each counter is an atomic slot that lives for the process. Finding a slot by name takes a lock
+// once; code on a hot path keeps a Counter (the slot's handle) and adds to it without a lock.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -8,19 +12,43 @@
 namespace torchtpu::runtime::metrics {
 
 enum class Category {
-  op,        // ops executed by a native torchtpu kernel, by aten name
-  fallback,  // ops executed through the CPU fallback, by aten name
+  op,        // ops executed by a native torchtpu kernel, by schema name ("aten::add.out")
+  fallback,  // ops executed through the CPU fallback, by schema name
   counter,   // everything else: "transfer.host_to_device_bytes", "allocator.oom", ...
-  op_time,   // estimated device time (picoseconds) of the launches of each op, by aten name
+  op_time,   // estimated device time (picoseconds) of the launches of each op, by name
   host_time, // measured host time (nanoseconds) of the work run on stream workers, by name
 };
 
-void add(Category category, const std::string& name, int64_t delta = 1);
-inline void count_op(const std::string& name) { add(Category::op, name); }
+// The slot of one counter (created at zero on first use).
+std::atomic<int64_t>& slot(Category category, const std::string& name);
+
+class Counter {
+ public:
+  Counter(Category category, const std::string& name) : slot_(&slot(category, name)) {}
+  explicit Counter(const std::string& name) : Counter(Category::counter, name) {}
+  void add(int64_t delta = 1) const { slot_->fetch_add(delta, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t>* slot_;
+};
+
+inline void add(Category category, const std::string& name, int64_t delta = 1) {
+  slot(category, name).fetch_add(delta, std::memory_order_relaxed);
+}
 inline void count_fallback(const std::string& name) { add(Category::fallback, name); }
 inline void count(const std::string& name, int64_t delta = 1) { add(Category::counter, name, delta); }
 
+// Adds to the counter whose name is the string literal `name`, through a handle found on first use
+// (no lock after that): TORCHTPU_COUNT("defer.graphs"); TORCHTPU_COUNT("defer.regions", n);
+#define TORCHTPU_COUNT(name, ...)                                                        \
+  do {                                                                                   \
+    static const ::torchtpu::runtime::metrics::Counter torchtpu_counter_(name);          \
+    torchtpu_counter_.add(__VA_ARGS__);                                                  \
+  } while (0)
+
+// The counters of a category that are not zero.
 std::map<std::string, int64_t> snapshot(Category category);
+// Sets every counter to zero (their slots stay valid).
 void reset();
 
 }  // namespace torchtpu::runtime::metrics

@@ -112,18 +112,25 @@ void record(const std::string& op, const Estimate& e) {
     tls_collector->total += e;
     return;
   }
+  using runtime::metrics::Counter;
+  static const Counter launches("estimate.launches"), device_time("estimate.device_time_ps"),
+      mxu_time("estimate.mxu_time_ps"), vpu_time("estimate.vpu_time_ps"),
+      hbm_time("estimate.hbm_time_ps"), flops("estimate.flops"), mxu_flops("estimate.mxu_flops"),
+      hbm_bytes("estimate.hbm_bytes"), bound_mxu("estimate.bound.mxu"),
+      bound_vpu("estimate.bound.vpu"), bound_hbm("estimate.bound.hbm");
+  auto ps = [](double s) { return int64_t(std::llround(s * 1e12)); };
+  launches.add(e.launches);
+  device_time.add(ps(e.seconds()));
+  mxu_time.add(ps(e.mxu_s));
+  vpu_time.add(ps(e.vpu_s));
+  hbm_time.add(ps(e.hbm_s));
+  flops.add(int64_t(e.flops));
+  mxu_flops.add(int64_t(e.mxu_flops));
+  hbm_bytes.add(int64_t(e.hbm_bytes));
+  const char* bound = e.bound();
+  (bound[0] == 'm' ? bound_mxu : bound[0] == 'v' ? bound_vpu : bound_hbm).add(1);
   using runtime::metrics::add;
   using runtime::metrics::Category;
-  auto ps = [](double s) { return int64_t(std::llround(s * 1e12)); };
-  add(Category::counter, "estimate.launches", e.launches);
-  add(Category::counter, "estimate.device_time_ps", ps(e.seconds()));
-  add(Category::counter, "estimate.mxu_time_ps", ps(e.mxu_s));
-  add(Category::counter, "estimate.vpu_time_ps", ps(e.vpu_s));
-  add(Category::counter, "estimate.hbm_time_ps", ps(e.hbm_s));
-  add(Category::counter, "estimate.flops", int64_t(e.flops));
-  add(Category::counter, "estimate.mxu_flops", int64_t(e.mxu_flops));
-  add(Category::counter, "estimate.hbm_bytes", int64_t(e.hbm_bytes));
-  add(Category::counter, std::string("estimate.bound.") + e.bound(), 1);
   add(Category::op_time, op, ps(e.seconds()));
 }
 
