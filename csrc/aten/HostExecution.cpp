@@ -23,7 +23,7 @@
 // internal temporaries, such as a widened copy of the input, stay in host memory).
 // float64 and complex have no TPU hardware support: the VPU ops on them are treated as an
 // emulation (as XLA emulates float64 on TPUs), counted per op as "emulated.<op>" and charged
-// kEmulationFactor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
+// the cost model's emulation factor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
@@ -97,10 +97,6 @@ double vpu_units(std::string_view base_name) {
 }
 
 namespace {
-
-// float64 / complex work costs this many times the float32 VPU cycles (an assumption: a
-// double-float emulation takes on the order of ten float32 operations per operation).
-constexpr double kEmulationFactor = 10.0;
 
 // The ops the VPU executor takes, by base name (every overload with a CPU kernel).
 const char* const kVpuOps[] = {
@@ -309,8 +305,8 @@ void charge(const c10::FunctionSchema& schema, const std::string& name, const Fo
   if (f.foreign) runtime::metrics::count("emulated." + name);
   const auto& units = vpu_units();
   auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
-  const double u = (it == units.end() ? 1.0 : it->second) * (f.foreign ? kEmulationFactor : 1.0);
-  sim::record(name, sim::cost_model().vector(f.elements, u, f.bytes));
+  const double u = it == units.end() ? 1.0 : it->second;
+  sim::record(name, sim::cost_model().vector(f.elements, u, f.bytes, f.foreign));
 }
 
 bool is_out_fn(const c10::FunctionSchema& schema) {

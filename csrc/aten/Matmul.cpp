@@ -43,10 +43,8 @@ void resize_out(const at::Tensor& out, c10::IntArrayRef sizes) {
 // The cost of the epilogue (scale and add) of addmm-like ops, fused into the matmul launch.
 void add_epilogue(sim::Estimate& e, const at::Tensor& out, const at::Tensor& self) {
   const auto& model = sim::cost_model();
-  e.vpu_s += model.vector(out.numel(), 2.0, 0).vpu_s;
-  const double bias = sim::CostModel::padded_bytes(self.sizes(), self.element_size());
-  e.hbm_bytes += bias;
-  e.hbm_s += bias / model.chip().hbm_bytes_per_s;
+  e = model.combine(
+      e, model.vector(out.numel(), 2.0, sim::CostModel::padded_bytes(self.sizes(), self.element_size())));
 }
 
 // out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain

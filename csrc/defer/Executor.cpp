@@ -672,7 +672,7 @@ class Executor {
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
       if (foreign) runtime::metrics::count("emulated." + n.name);
-      units += aten::vpu_units(base) * (foreign ? 10.0 : 1.0);
+      units += sim::cost_model().units(aten::vpu_units(base), foreign);
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
         if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
           written.push_back(tensor_of(o, key));  // checked after the region
@@ -695,17 +695,12 @@ class Executor {
         if (f.simple) TORCHTPU_COUNT("defer.ops_in_loop");
       }
     }
-    sim::Estimate e = sim::cost_model().vector(numel, units, bytes);
+    const sim::CostModel& model = sim::cost_model();
+    sim::Estimate e = model.vector(numel, units, bytes);
     if (region.matmul_first) {
       // One launch: the matmul's MXU time and operand bytes (without writing a result that
       // stays in the region), the epilogue's VPU time and bytes.
-      const double hbm_bytes = prologue.hbm_bytes - prologue_result_bytes + e.hbm_bytes;
-      e.mxu_s = prologue.mxu_s;
-      e.vpu_s += prologue.vpu_s;
-      e.flops = prologue.flops;
-      e.mxu_flops = prologue.mxu_flops;
-      e.hbm_bytes = hbm_bytes;
-      e.hbm_s = hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+      e = model.combine(prologue, e, prologue_result_bytes);
     }
     const c10::Device device = nodes_[region.nodes[0]].device;
     aten::launch(device,
@@ -727,9 +722,7 @@ class Executor {
               n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
         }
       }
-      e.vpu_s += collect.total.vpu_s;
-      e.hbm_bytes += collect.total.hbm_bytes - input_bytes;
-      e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
+      e = model.combine(e, collect.total, input_bytes);
       TORCHTPU_COUNT("defer.fused_reduction_regions");
     }
     sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);

@@ -219,7 +219,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("current_precision", [] { return std::string(sim::name(sim::current_precision())); });
   m.def("clock_hz", [] { return sim::cost_model().clock_hz(); });
-  m.def("launch_seconds", [] { return sim::CostModel::kLaunchSeconds; });
+  m.def("launch_seconds", [] { return sim::cost_model().launch_seconds(); });
 
   m.def("metrics_snapshot", [](const std::string& category) {
     return runtime::metrics::snapshot(category_of(category));

@@ -1,6 +1,9 @@
 #include "sim/CostModel.h"
 
+#include "runtime/Env.h"
 #include "runtime/Metrics.h"
+
+#include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,10 +37,24 @@ Estimate& Estimate::operator+=(const Estimate& o) {
   return *this;
 }
 
-CostModel::CostModel(const runtime::ChipSpec& chip)
+CostOptions CostOptions::from_environment() {
+  CostOptions o;
+  if (auto us = runtime::env::get("TORCHTPU_LAUNCH_US")) {
+    o.launch_seconds = std::stod(*us) * 1e-6;
+    TORCH_CHECK_VALUE(o.launch_seconds >= 0, "TORCHTPU_LAUNCH_US must be >= 0, got ", *us);
+  }
+  if (auto f = runtime::env::get("TORCHTPU_EMULATION_FACTOR")) {
+    o.emulation_factor = std::stod(*f);
+    TORCH_CHECK_VALUE(o.emulation_factor >= 1, "TORCHTPU_EMULATION_FACTOR must be >= 1, got ", *f);
+  }
+  return o;
+}
+
+CostModel::CostModel(const runtime::ChipSpec& chip, Options options)
     : chip_(&chip),
       clock_hz_(chip.bf16_flops /
-                (2.0 * chip.mxu_dim * chip.mxu_dim * chip.mxus_per_core * chip.tensor_cores)) {}
+                (2.0 * chip.mxu_dim * chip.mxu_dim * chip.mxus_per_core * chip.tensor_cores)),
+      options_(options) {}
 
 int64_t CostModel::tile_cycles(int64_t M, int64_t Nt, int S) {
   if (M == 0) return S;
@@ -79,24 +96,37 @@ Estimate CostModel::matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int p
                 round_up(N, S) * passes;
   e.hbm_bytes = hbm_bytes;
   e.hbm_s = hbm_bytes / chip_->hbm_bytes_per_s;
-  e.launch_s = kLaunchSeconds;
+  e.launch_s = options_.launch_seconds;
   e.launches = 1;
   return e;
 }
 
-Estimate CostModel::vector(int64_t elements, double units, double hbm_bytes) const {
+Estimate CostModel::vector(int64_t elements, double units, double hbm_bytes, bool emulated) const {
   Estimate e;
   const double vregs = std::ceil(double(elements) / (chip_->vpu_sublanes * chip_->vpu_lanes));
-  e.vpu_s = units * vregs / (clock_hz_ * chip_->tensor_cores);
+  e.vpu_s = this->units(units, emulated) * vregs / (clock_hz_ * chip_->tensor_cores);
   e.hbm_bytes = hbm_bytes;
   e.hbm_s = hbm_bytes / chip_->hbm_bytes_per_s;
-  e.launch_s = kLaunchSeconds;
+  e.launch_s = options_.launch_seconds;
+  e.launches = 1;
+  return e;
+}
+
+Estimate CostModel::combine(const Estimate& a, const Estimate& b, double kept_bytes) const {
+  Estimate e;
+  e.mxu_s = a.mxu_s + b.mxu_s;
+  e.vpu_s = a.vpu_s + b.vpu_s;
+  e.flops = a.flops + b.flops;
+  e.mxu_flops = a.mxu_flops + b.mxu_flops;
+  e.hbm_bytes = a.hbm_bytes + b.hbm_bytes - kept_bytes;
+  e.hbm_s = e.hbm_bytes / chip_->hbm_bytes_per_s;
+  e.launch_s = options_.launch_seconds;
   e.launches = 1;
   return e;
 }
 
 const CostModel& cost_model() {
-  static const CostModel model(runtime::current_chip());
+  static const CostModel model(runtime::current_chip(), CostModel::Options::from_environment());
   return model;
 }
 

@@ -12,7 +12,13 @@
 //   TensorCore at the chip clock.
 // - T_hbm: bytes moved, padded to the (8, 128) memory tiles ((16, 128) for 16-bit, (32, 128) for
 //   8-bit types), at the HBM bandwidth.
-// - T_launch: a fixed cost per launch (an assumption, not a published figure: kLaunchSeconds).
+// - T_launch: a cost per launch (an assumption, not a published figure: 2 us unless
+//   TORCHTPU_LAUNCH_US says otherwise; CostModel::Options).
+// - float64 and complex work is emulated on the VPU: its cycles times the emulation factor (an
+//   assumption: about ten float32 operations per operation; TORCHTPU_EMULATION_FACTOR).
+//
+// Every charge goes through this class: kernels describe a launch (elements, VPU units per vreg,
+// padded bytes, emulated or not, matmul shapes) and the model owns every formula.
 //
 // The chip clock is derived from the table: clock = peak bf16 FLOP/s / (2 S^2 x MXUs).
 #include "runtime/ChipSpec.h"
@@ -37,12 +43,21 @@ struct Estimate {
   Estimate& operator+=(const Estimate& other);  // sums terms (for a region of several parts)
 };
 
+// The assumptions of the cost model (not published figures), configurable per model.
+struct CostOptions {
+  double launch_seconds = 2e-6;
+  double emulation_factor = 10.0;
+  // TORCHTPU_LAUNCH_US, TORCHTPU_EMULATION_FACTOR, else the defaults above.
+  static CostOptions from_environment();
+};
+
 class CostModel {
  public:
-  static constexpr double kLaunchSeconds = 2e-6;  // assumption; see docs/simulated-chip.md
+  using Options = CostOptions;
+  explicit CostModel(const runtime::ChipSpec& chip, Options options = Options());
 
-  explicit CostModel(const runtime::ChipSpec& chip);
-
+  double launch_seconds() const { return options_.launch_seconds; }
+  double emulation_factor() const { return options_.emulation_factor; }
   const runtime::ChipSpec& chip() const { return *chip_; }
   double clock_hz() const { return clock_hz_; }
   int mxus() const { return chip_->mxus_per_core * chip_->tensor_cores; }
@@ -59,12 +74,22 @@ class CostModel {
   // A matmul launch: MXU work plus the bytes of its operands and result (already padded).
   Estimate matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,
                   int element_bytes, double hbm_bytes) const;
-  // Element-wise / reduction work: `units` VPU cycles per vreg over `elements`.
-  Estimate vector(int64_t elements, double units, double hbm_bytes) const;
+  // Element-wise / reduction work: `units` VPU cycles per vreg over `elements` (times the
+  // emulation factor when `emulated`: float64 or complex).
+  Estimate vector(int64_t elements, double units, double hbm_bytes, bool emulated = false) const;
+  // VPU units of one op, emulated or not (a fused region adds up its ops' units).
+  double units(double units, bool emulated) const {
+    return emulated ? units * options_.emulation_factor : units;
+  }
+  // One launch made of two parts (a matmul and its element-wise epilogue, a fused region and
+  // its final reduction): MXU and VPU time and FLOPs add up, HBM bytes add up less
+  // `kept_bytes` (values that stay inside the launch), one launch cost.
+  Estimate combine(const Estimate& a, const Estimate& b, double kept_bytes = 0) const;
 
  private:
   const runtime::ChipSpec* chip_;
   double clock_hz_;
+  Options options_;
 };
 
 // The model of the chip this process simulates.

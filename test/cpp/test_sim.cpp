@@ -160,6 +160,40 @@ TEST(CostModel, ElementwiseAddIsHbmBound) {
   EXPECT_LT(e.vpu_s, e.hbm_s / 10);
 }
 
+// The model's assumptions are options of the model, not constants in the kernels.
+TEST(CostModel, LaunchCostAndEmulationAreOptionsOfTheModel) {
+  const auto& chip = torchtpu::runtime::chip_by_name("v5e");
+  const CostModel standard(chip);
+  EXPECT_DOUBLE_EQ(standard.vector(1024, 1.0, 0).launch_s, 2e-6);
+  torchtpu::sim::CostOptions options;
+  options.launch_seconds = 5e-6;
+  options.emulation_factor = 4.0;
+  const CostModel custom(chip, options);
+  EXPECT_DOUBLE_EQ(custom.vector(1024, 1.0, 0).launch_s, 5e-6);
+  EXPECT_DOUBLE_EQ(custom.vector(1 << 20, 2.0, 0, /*emulated=*/true).vpu_s,
+                   4.0 * custom.vector(1 << 20, 2.0, 0).vpu_s);
+  EXPECT_DOUBLE_EQ(standard.vector(1 << 20, 2.0, 0, true).vpu_s,
+                   10.0 * standard.vector(1 << 20, 2.0, 0).vpu_s);
+}
+
+// A matmul and its epilogue are one launch: times and FLOPs add up, the bytes of the value that
+// stays in the launch are not moved.
+TEST(CostModel, CombinedPartsAreOneLaunch) {
+  const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
+  const double bytes = 3 * CostModel::padded_bytes({1024, 1024}, 4);
+  const auto mm = model.matmul(1, 1024, 1024, 1024, 1, 2, bytes);
+  const auto epilogue = model.vector(1024 * 1024, 2.0, 2 * CostModel::padded_bytes({1024, 1024}, 4));
+  const double kept = CostModel::padded_bytes({1024, 1024}, 4);
+  const auto e = model.combine(mm, epilogue, kept);
+  EXPECT_EQ(e.launches, 1);
+  EXPECT_DOUBLE_EQ(e.launch_s, 2e-6);
+  EXPECT_DOUBLE_EQ(e.mxu_s, mm.mxu_s);
+  EXPECT_DOUBLE_EQ(e.vpu_s, mm.vpu_s + epilogue.vpu_s);
+  EXPECT_DOUBLE_EQ(e.flops, mm.flops);
+  EXPECT_DOUBLE_EQ(e.hbm_bytes, mm.hbm_bytes + epilogue.hbm_bytes - kept);
+  EXPECT_DOUBLE_EQ(e.hbm_s, e.hbm_bytes / 819e9);
+}
+
 TEST(CostModel, TilePadding) {
   EXPECT_EQ(CostModel::padded_bytes({3, 5}, 4), 8.0 * 128 * 4);
   EXPECT_EQ(CostModel::padded_bytes({3, 5}, 2), 16.0 * 128 * 2);
