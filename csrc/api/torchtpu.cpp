@@ -1,7 +1,6 @@
 // The public C++ API (include/torchtpu/torchtpu.h) over the runtime.
 #include <torchtpu/torchtpu.h>
 
-#include "defer/Defer.h"
 #include "runtime/Mode.h"
 #include "runtime/Allocator.h"
 #include "runtime/ChipSpec.h"
