@@ -351,6 +351,13 @@ bool checks_values(const c10::FunctionSchema& schema,
                                                                        "target", "offsets"};
   static const std::unordered_set<std::string_view> integer_division = {
       "div", "floor_divide", "remainder", "fmod"};
+  // (Cheap first: most graphs read no integer tensor at all.)
+  bool reads_integers = false;
+  for (const Operand& o : operands) {
+    reads_integers = reads_integers ||
+                     (o.defined() && o.read && c10::isIntegralType(o.dtype, /*includeBool=*/false));
+  }
+  if (!reads_integers) return false;
   const bool divides = integer_division.count(base) > 0;
   for (size_t i = 0; i < ranges.size() && i < schema.arguments().size(); ++i) {
     const bool index = index_arguments.count(schema.arguments()[i].name()) > 0;

@@ -431,7 +431,11 @@ class Executor {
   Executor(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
            const std::vector<char>& alive_keys, bool blocking)
       : nodes_(nodes), keys_(keys), plan_(plan), alive_(alive_keys),
-        memory_(keys.pending.size()), blocking_(blocking) {}
+        memory_(keys.pending.size()), blocking_(blocking) {
+    for (const Node& n : nodes) {
+      single_place_ = single_place_ && n.device == nodes[0].device && n.stream == nodes[0].stream;
+    }
+  }
 
   void run() {
     for (size_t r = 0; r < plan_.regions.size(); ++r) {
@@ -739,6 +743,13 @@ class Executor {
     const Node& first = nodes_[region.nodes[0]];
     const c10::DeviceIndex device = first.device.index();
     const c10::Stream stream(c10::Stream::UNSAFE, first.device, first.stream);
+    if (single_place_) {  // one stream for the whole graph: entered at the first region
+      if (!entered_single_ && runtime::current_stream(device) != stream) {
+        entered_.push_back(runtime::exchange_stream(stream));  // (no flush: in a kernel)
+      }
+      entered_single_ = true;
+      return;
+    }
     if (runtime::current_stream(device) != stream) {
       const c10::Stream previous = runtime::exchange_stream(stream);  // (no flush: in a kernel)
       if (std::none_of(entered_.begin(), entered_.end(),
@@ -768,6 +779,9 @@ class Executor {
     }
   }
 
+  // Every node of the graph on one device and stream (the common case: no waits to track).
+  bool single_place_ = true;
+  bool entered_single_ = false;
   std::vector<c10::Stream> entered_;  // the streams current before the graph, to restore
   std::unordered_map<int, std::pair<c10::DeviceIndex, c10::StreamId>> last_stream_;
   std::vector<Node>& nodes_;
