@@ -4,7 +4,7 @@
 # polling, mode switches under running threads, queue-bound loops under a small HBM, SIGINT at
 # random points -- every result compared with the CPU, each round under a watchdog.
 #   bash scripts/stress.sh              # 10 minutes per mode (STRESS_MINUTES to change)
-# scripts/test.sh runs a short tier (10 s per mode).
+# scripts/test.sh runs a short tier (one round of each kind per mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -17,8 +17,8 @@ echo "== Python tests (pytest) again in debug eager"
 TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
 echo "== Python tests (pytest) again in fused eager (DeferAndFuse)"
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q "$@"
-echo "== stress suite, short tier (10 s per mode; the release tier is scripts/stress.sh)"
-"$PYTHON" test/stress/stress.py --seconds 10 --round 10
+echo "== stress suite, short tier (one round of each kind per mode, about 20 s each: the mode alone, modes switched, interrupted; the release tier is scripts/stress.sh)"
+"$PYTHON" test/stress/stress.py --seconds 10 --round 4
 echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)

@@ -250,7 +250,7 @@ def main() -> None:
     for mode in args.mode or MODES:
         start = time.time()
         rounds, seed = [], args.seed
-        while time.time() - start < per_mode:
+        while time.time() - start < per_mode or len(rounds) < 3:  # (one round of each kind)
             length = min(args.round, max(2.0, per_mode - (time.time() - start)))
             # Rounds cycle: the mode alone, modes switched under running threads, interrupted.
             interrupt = len(rounds) % 3 == 2
