@@ -853,73 +853,64 @@ bool record_dropout(torch::jit::Stack* stack) {
   return true;
 }
 
-bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
-  State& s = state();
-  const bool fused = runtime::eager_mode() == runtime::EagerMode::fused;
-  if (!fused) {
-    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::mode_switch);
-    return false;
-  }
-  if (capture == Capture::view) return false;
+// Factories: a tensor over a pending storage, unless the allocator must see the request now (an
+// empty tensor, a request larger than the HBM, memory pressure: out of memory at the op).
+bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // empty.memory_format(size, dtype, layout, device, pin_memory, memory_format)
+  // empty_strided(size, stride, dtype, layout, device, pin_memory)
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
-
-  if (capture == Capture::factory) {
-    // empty.memory_format(size, dtype, layout, device, pin_memory, memory_format)
-    // empty_strided(size, stride, dtype, layout, device, pin_memory)
-    const bool strided = schema.arguments().size() == 6 && schema.arguments()[1].name() == "stride";
-    auto args = torch::jit::last(*stack, num_args);
-    const size_t k = strided ? 2 : 1;
-    const auto dtype = args[k].toOptional<c10::ScalarType>();
-    const auto layout = args[k + 1].toOptional<c10::Layout>();
-    auto device = args[k + 2].toOptional<c10::Device>();
-    const auto pin = args[k + 3].toOptional<bool>();
-    if (c10::layout_or_default(layout) != c10::Layout::Strided || pin.value_or(false)) return false;
-    const std::vector<int64_t> size = args[0].toIntVector();
-    at::Tensor meta;
-    if (strided) {
-      meta = at::detail::empty_strided_meta(size, args[1].toIntVector(), dtype, std::nullopt,
-                                            std::nullopt, std::nullopt);
-    } else {
-      meta = at::detail::empty_meta(size, dtype, std::nullopt, std::nullopt, std::nullopt,
-                                    args[5].toOptional<c10::MemoryFormat>());
-    }
-    const size_t nbytes = meta.storage().nbytes();
-    // Empty tensors, and requests larger than the HBM (which raise out-of-memory at once), go
-    // to the allocator.
-    if (nbytes == 0 || static_cast<int64_t>(nbytes) > runtime::hbm_capacity_bytes()) return false;
-    c10::Device d = c10::device_or_default(device);
-    if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
-    if (d.index() >= runtime::device_count()) return false;  // the kernel raises
-    if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
-    runtime::metrics::add(runtime::metrics::Category::op, aten::op_name(op));  // (recorded)
-    at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
-    torch::jit::drop(*stack, num_args);
-    stack->push_back(std::move(t));
-    return true;
+  const bool strided = num_args == 6 && schema.arguments()[1].name() == "stride";
+  auto args = torch::jit::last(*stack, num_args);
+  const size_t k = strided ? 2 : 1;
+  const auto dtype = args[k].toOptional<c10::ScalarType>();
+  const auto layout = args[k + 1].toOptional<c10::Layout>();
+  auto device = args[k + 2].toOptional<c10::Device>();
+  const auto pin = args[k + 3].toOptional<bool>();
+  if (c10::layout_or_default(layout) != c10::Layout::Strided || pin.value_or(false)) return false;
+  const std::vector<int64_t> size = args[0].toIntVector();
+  at::Tensor meta;
+  if (strided) {
+    meta = at::detail::empty_strided_meta(size, args[1].toIntVector(), dtype, std::nullopt,
+                                          std::nullopt, std::nullopt);
+  } else {
+    meta = at::detail::empty_meta(size, dtype, std::nullopt, std::nullopt, std::nullopt,
+                                  args[5].toOptional<c10::MemoryFormat>());
   }
+  const size_t nbytes = meta.storage().nbytes();
+  if (nbytes == 0 || static_cast<int64_t>(nbytes) > runtime::hbm_capacity_bytes()) return false;
+  c10::Device d = c10::device_or_default(device);
+  if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
+  if (d.index() >= runtime::device_count()) return false;  // the kernel raises
+  if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
+  runtime::metrics::add(runtime::metrics::Category::op, aten::op_name(op));  // (recorded)
+  at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
+  torch::jit::drop(*stack, num_args);
+  stack->push_back(std::move(t));
+  return true;
+}
 
-  const std::string name = aten::op_name(op);
-  if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
-    return true;
-  }
+// The one decision of fused eager for an op that is not a view, a factory or a recorded dropout:
+// record it (on `device`, with `new_results` sized), or run it now, after the recorded work it
+// touches (`reason`).
+struct Decision {
+  std::optional<FlushReason> run_now;
+  c10::Device device{c10::kPrivateUse1, 0};
+  std::vector<at::Tensor> new_results;  // meta tensors (Capture::new_results)
+};
+
+Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
+                const std::string& name) {
+  Decision d;
   switch (capture) {
-    case Capture::host_read:
-      prepare_to_run(s, op, stack, FlushReason::host_read);
-      return false;
-    case Capture::random:
-      prepare_to_run(s, op, stack, FlushReason::random_op, name);
-      return false;
-    case Capture::fallback:
-      prepare_to_run(s, op, stack, FlushReason::cpu_fallback, name);
-      return false;
-    case Capture::none:
-      prepare_to_run(s, op, stack, FlushReason::unknown_op, name);
-      return false;
-    default:
-      break;
+    case Capture::host_read: d.run_now = FlushReason::host_read; return d;
+    case Capture::random: d.run_now = FlushReason::random_op; return d;
+    case Capture::fallback: d.run_now = FlushReason::cpu_fallback; return d;
+    case Capture::none: d.run_now = FlushReason::unknown_op; return d;
+    default: break;
   }
-
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
   auto args = torch::jit::last(*stack, num_args);
   if (capture == Capture::copy) {
     const at::Tensor& src = args[0].toTensor();
@@ -927,69 +918,87 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     const bool src_tpu = src.device().is_privateuseone();
     const bool dst_tpu = dst.device().is_privateuseone();
     if (!(src_tpu && dst_tpu && src.device() == dst.device() && dst.numel() > 0)) {
-      prepare_to_run(s, op, stack,
-                     dst_tpu && !src_tpu ? FlushReason::host_to_device_copy : FlushReason::host_read);
-      return false;
+      d.run_now = dst_tpu && !src_tpu ? FlushReason::host_to_device_copy : FlushReason::host_read;
+      return d;
     }
   }
   const auto device = aten::common_device(name, args);  // raises CUDA's device-mismatch error
   if (!device.has_value() || !device->is_privateuseone()) {
-    prepare_to_run(s, op, stack, FlushReason::unknown_op, name);
-    return false;
+    d.run_now = FlushReason::unknown_op;
+    return d;
   }
-
+  d.device = *device;
   if (capture == Capture::results_are_arguments) {
-    size_elementwise_out(schema, args, *device);
+    size_elementwise_out(schema, args, *device);  // (an empty out= of an element-wise op)
     for (size_t i = 0; i < num_args; ++i) {
       if (!schema.arguments()[i].is_out()) continue;
-      const c10::IValue& v = args[i];
-      if (!v.isTensor() || v.toTensor().numel() == 0) {
-        prepare_to_run(s, op, stack, FlushReason::out_sized_by_kernel, name);
-        return false;
+      if (!args[i].isTensor() || args[i].toTensor().numel() == 0) {
+        d.run_now = FlushReason::out_sized_by_kernel;
+        return d;
       }
     }
   }
   if (!mxu_recordable(name, args)) {
-    prepare_to_run(s, op, stack, FlushReason::matmul_at_once, name);
-    return false;
+    d.run_now = FlushReason::matmul_at_once;
+    return d;
   }
-  std::vector<at::Tensor> new_results;
-  if (capture == Capture::new_results && name == "aten::relu") {
+  if (capture != Capture::new_results) return d;
+  if (name == "aten::relu") {
     // relu's result is laid out as TensorIterator lays it out (like its input when dense), in
     // its dtype: no meta call.
     const at::Tensor& x = args[0].toTensor();
-    new_results.push_back(x.is_non_overlapping_and_dense()
-                              ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
-                                                               x.scalar_type(), std::nullopt,
-                                                               std::nullopt, std::nullopt)
-                              : elementwise_result_meta({x}, x.scalar_type()));
-  } else if (capture == Capture::new_results) {
+    d.new_results.push_back(x.is_non_overlapping_and_dense()
+                                ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
+                                                                 x.scalar_type(), std::nullopt,
+                                                                 std::nullopt, std::nullopt)
+                                : elementwise_result_meta({x}, x.scalar_type()));
+    return d;
+  }
+  auto meta = sized_here(name, args);
+  if (!meta) {
+    // (Python meta kernels cost about a millisecond each: counted, with their time.)
     std::string why;
-    auto meta = sized_here(name, args);
-    if (!meta) {
-      // (Python meta kernels cost about a millisecond each: counted, with their time.)
-      const auto t0 = std::chrono::steady_clock::now();
-      meta = meta_results(op, *stack, &why);
-      runtime::metrics::count("defer.meta_calls." + name);
-      TORCHTPU_COUNT("defer.meta_ns",
-                              std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  std::chrono::steady_clock::now() - t0)
-                                  .count());
-    }
-    if (!meta) {
-      prepare_to_run(s, op, stack, FlushReason::no_meta_kernel, name);
-      return false;
-    }
-    new_results = std::move(*meta);
+    const auto t0 = std::chrono::steady_clock::now();
+    meta = meta_results(op, *stack, &why);
+    runtime::metrics::count("defer.meta_calls." + name);
+    TORCHTPU_COUNT("defer.meta_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count());
+  }
+  if (!meta) {
+    d.run_now = FlushReason::no_meta_kernel;
+    return d;
+  }
+  d.new_results = std::move(*meta);
+  return d;
+}
+
+bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
+  State& s = state();
+  if (runtime::eager_mode() != runtime::EagerMode::fused) {
+    // (Recorded work of another thread or before a switch runs before any op of another mode.)
+    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::mode_switch);
+    return false;
+  }
+  if (capture == Capture::view) return false;
+  if (capture == Capture::factory) return record_factory(op, stack);
+  const std::string name = aten::op_name(op);
+  if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
+    return true;
+  }
+  Decision d = decide(op, stack, capture, name);
+  if (d.run_now) {
+    prepare_to_run(s, op, stack, *d.run_now, name);
+    return false;
   }
   size_t new_bytes = 0;
-  for (const auto& meta : new_results) {
+  for (const auto& meta : d.new_results) {
     if (meta.defined()) new_bytes += meta.storage().nbytes();
   }
-  if (new_bytes > 0 && memory_pressure(*device, new_bytes)) return false;  // runs now
+  if (new_bytes > 0 && memory_pressure(d.device, new_bytes)) return false;  // runs now
   std::string location = record_locations() ? current_location() : std::string();
   auto lock = runtime::lock_without_gil(s.mutex);
-  record(s, op, stack, capture, name, *device, std::move(new_results), std::move(location));
+  record(s, op, stack, capture, name, d.device, std::move(d.new_results), std::move(location));
   return true;
 }
 
