@@ -21,11 +21,12 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/core/thread_pool.h>
 #include <c10/util/ParallelGuard.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -217,14 +218,46 @@ class SerialOpenMP {
   int previous_ = 0;
 };
 
-// The helper threads of fused regions: one persistent pool (c10::ThreadPool) of ATen's
-// intra-op thread count minus one, started on first use and kept for the process (fused regions
-// used to start fresh threads for every region). Each helper sets its OpenMP team to one thread:
-// the kernels inside a block run serially.
-c10::ThreadPool& block_pool() {
-  static auto* pool = new c10::ThreadPool(std::max(1, at::get_num_threads() - 1), -1, [] {
-    if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
-  });  // (leaked: helpers may be busy while the process exits)
+// The helper threads of fused regions: one persistent pool of ATen's intra-op thread count minus
+// one, started on first use and kept for the process (fused regions used to start fresh threads
+// for every region). Each helper sets its OpenMP team to one thread: the kernels inside a block
+// run serially. (A small pool of its own rather than c10::ThreadPool, whose lock lives in
+// libc10, which is not instrumented: ThreadSanitizer must see every lock of this code.)
+class BlockPool {
+ public:
+  explicit BlockPool(int helpers) {
+    for (int i = 0; i < helpers; ++i) {
+      std::thread([this] {
+        if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
+        for (;;) {
+          std::function<void()> task;
+          {
+            std::unique_lock<std::mutex> lock(mutex_);
+            ready_.wait(lock, [&] { return !tasks_.empty(); });
+            task = std::move(tasks_.front());
+            tasks_.pop_front();
+          }
+          task();
+        }
+      }).detach();  // (the pool lives for the process, like the stream workers)
+    }
+  }
+  void run(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+};
+
+BlockPool& block_pool() {
+  static auto* pool = new BlockPool(std::max(1, at::get_num_threads() - 1));  // (leaked)
   return *pool;
 }
 
