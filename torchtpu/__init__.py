@@ -66,33 +66,35 @@ def set_eager_mode(mode: str) -> None:
     (synchronous on the calling thread, errors at the faulting op) or ``"fused"``
     (DeferAndFuse: ops are recorded and run as fused regions). Pending work is finished first.
     Initially TORCHTPU_EAGER_MODE, or TPU_LAUNCH_BLOCKING=1 (debug), TORCH_TPU_DEFER_AND_FUSE=1
-    (fused). A thread inside ``with torchtpu.eager_mode(...)`` keeps its own mode; an op that
-    is running when another thread switches finishes in the mode it started in
-    (docs/eager-modes.md, "Threads")."""
+    (fused). An op that is running when another thread switches finishes in the mode it started
+    in (docs/eager-modes.md, "Threads")."""
     sync()
     _C.set_eager_mode(mode)
 
 
 def get_eager_mode() -> str:
-    """The mode the calling thread's ops run in."""
+    """The mode ops run in."""
     return _C.get_eager_mode()
 
 
 class eager_mode:
-    """Scopes an eager mode to the calling thread, as autocast and ``torch.no_grad`` are:
-    ``with torchtpu.eager_mode("debug"): ...``. Other threads keep theirs; work recorded in
-    fused eager runs when the scope leaves fused eager."""
+    """Scopes an eager mode: ``with torchtpu.eager_mode("debug"): ...`` sets the process's mode
+    and restores the previous one on exit. The mode is the process's, not the thread's: autograd
+    runs backward on threads of its own, which must run in the mode of the forward pass. Ops
+    running in other threads when it switches finish in the mode they started in
+    (docs/eager-modes.md, "Threads")."""
 
     def __init__(self, mode: str):
         self.mode = mode
         self.prev: str | None = None
 
     def __enter__(self):
-        self.prev = _C.exchange_thread_eager_mode(self.mode)
+        self.prev = get_eager_mode()
+        set_eager_mode(self.mode)
         return self
 
     def __exit__(self, *args) -> bool:
-        _C.exchange_thread_eager_mode(self.prev)
+        set_eager_mode(self.prev)
         return False
 
 

@@ -172,18 +172,6 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     runtime::set_eager_mode(next);
   });
-  m.def("exchange_thread_eager_mode",
-        [](std::optional<std::string> mode) -> std::optional<std::string> {
-          std::optional<runtime::EagerMode> next;
-          if (mode) next = runtime::eager_mode_from_name(*mode);
-          std::optional<runtime::EagerMode> previous;
-          {
-            py::gil_scoped_release no_gil;
-            previous = runtime::exchange_thread_eager_mode(next);
-          }
-          if (!previous) return std::nullopt;
-          return std::string(runtime::name(*previous));
-        });
   m.def("get_eager_mode", [] { return std::string(runtime::name(runtime::eager_mode())); });
   m.def("set_check_nans", [](bool on) { runtime::set_check_nans(on); });
   m.def("get_check_nans", [] { return runtime::check_nans(); });

@@ -25,27 +25,13 @@ std::atomic<bool>& nan_slot() {
   return on;
 }
 
-thread_local int t_thread_mode = -1;  // exchange_thread_eager_mode, or -1
-thread_local int t_op_mode = -1;      // OpModeScope, or -1
+thread_local int t_op_mode = -1;  // OpModeScope, or -1
 
 }  // namespace
 
 EagerMode eager_mode() {
   if (t_op_mode >= 0) return static_cast<EagerMode>(t_op_mode);
-  if (t_thread_mode >= 0) return static_cast<EagerMode>(t_thread_mode);
   return mode_slot().load(std::memory_order_relaxed);
-}
-
-EagerMode process_eager_mode() { return mode_slot().load(std::memory_order_relaxed); }
-
-std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode) {
-  if (eager_mode() == EagerMode::fused && mode.value_or(process_eager_mode()) != EagerMode::fused) {
-    materialize_deferred_work(FlushReason::mode_switch);
-  }
-  const int previous = t_thread_mode;
-  t_thread_mode = mode ? static_cast<int>(*mode) : -1;
-  if (previous < 0) return std::nullopt;
-  return static_cast<EagerMode>(previous);
 }
 
 OpModeScope::OpModeScope() : outermost_(t_op_mode < 0) {
@@ -59,8 +45,6 @@ void set_eager_mode(EagerMode mode) {
   // Work recorded by fused eager runs first and every pending tensor gets its memory.
   if (mode != EagerMode::fused) materialize_deferred_work(FlushReason::mode_switch);
   mode_slot().store(mode);
-  // The calling thread sees the mode it set, also inside a scope of its own.
-  if (t_thread_mode >= 0) t_thread_mode = static_cast<int>(mode);
 }
 
 const char* name(EagerMode mode) {

@@ -12,33 +12,25 @@
 // Initial mode: TORCHTPU_EAGER_MODE ("debug", "strict", "fused"); TorchTPU's variables are
 // honoured too: TPU_LAUNCH_BLOCKING=1 selects debug, TORCH_TPU_DEFER_AND_FUSE=1 fused.
 //
-// Threads (docs/eager-modes.md, "Threads"): set_eager_mode() sets the mode of the process;
-// exchange_thread_eager_mode() overrides it for one thread (torchtpu.eager_mode(...) as a context manager),
-// as PyTorch's autocast and grad modes are per thread. An op reads the mode once, when it enters
-// torchtpu (OpModeScope), and it and every op it calls run in that mode, so a switch made by
-// another thread never changes the mode halfway through an op. A synchronous (debug) op first
+// Threads (docs/eager-modes.md, "Threads"): the mode is the process's (autograd runs backward
+// on threads of its own, which must run in the forward pass's mode). An op reads the mode once,
+// when it enters torchtpu (OpModeScope), and it and every op it calls run in that mode, so a
+// switch made by another thread never changes the mode halfway through an op. A synchronous (debug) op first
 // waits for the work queued on its device, and an op that is not recorded first runs the
 // recorded work it touches, so ops of different modes stay in program order.
-#include <optional>
 #include <string>
 
 namespace torchtpu::runtime {
 
 enum class EagerMode { debug, strict, fused };
 
-// The mode of the calling thread's current op, else of the thread, else of the process.
+// The mode of the calling thread's current op, else of the process.
 EagerMode eager_mode();
 // Strict and fused eager enqueue device work on streams; debug eager runs it inline.
 inline bool asynchronous() { return eager_mode() != EagerMode::debug; }
-// The one way to set the process's mode (the Python and C++ APIs call it): leaving fused eager
-// first runs the recorded work and gives every pending tensor its memory.
+// The one way to set the mode (the Python and C++ APIs call it): leaving fused eager first runs
+// the recorded work and gives every pending tensor its memory.
 void set_eager_mode(EagerMode mode);
-
-// The mode of the process (what threads without a mode of their own use).
-EagerMode process_eager_mode();
-// Sets (or with nullopt clears) the calling thread's mode; returns the previous one. Leaving
-// fused eager runs the recorded work first, as set_eager_mode does.
-std::optional<EagerMode> exchange_thread_eager_mode(std::optional<EagerMode> mode);
 
 // Fixes the mode for the op entering torchtpu on this thread (the outermost scope wins).
 class OpModeScope {

@@ -10,8 +10,9 @@ match the CPU's.
     python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
     python test/python/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
 
-With --threads N, N threads each run programs, each thread in an eager mode of its own (the
-mode is per thread: torchtpu.eager_mode), against CPU references computed first; random ops and
+With --threads N, N threads each run programs against CPU references computed first, each thread
+switching the (process's) eager mode to its own before each program, so that modes change under
+the other threads' running programs; random ops and
 errors are left out of those programs (SHARED_STATE_KINDS says why).
 
 test_defer.py runs a fixed-seed subset in CI. A failure prints the seed of the program; every
@@ -234,7 +235,7 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
 
 
 def compare(seed, program, mode, reference, seeded=True) -> str | None:
-    """Runs the program on tpu in `mode` (this thread's mode) and compares it with the CPU's."""
+    """Runs the program on tpu in `mode` and compares it with the CPU's."""
     ref, ref_reads, ref_events = reference
     with torchtpu.eager_mode(mode):
         try:

@@ -6,7 +6,7 @@ in a subprocess under a watchdog so that a hang fails the run instead of freezin
     python test/stress/stress.py --mode fused --minutes 1
 
 A round runs, for `--round` seconds, in one process: compute threads over every simulated device,
-each on a stream of its own (half of them in a thread-scoped eager mode), a producer and a
+each on a stream of its own (in switching rounds, half of them switch the process's mode too), a producer and a
 consumer on two streams ordered by events, a thread polling the memory statistics, in every other round a thread
 switching the process's eager mode under the others, and a queue-bound loop under a small HBM (queued work holds
 the memory; the allocator must wait for it, never fail). Every third round is interrupted with
@@ -34,8 +34,8 @@ HBM_BYTES = 96 << 20  # small: the queue-bound loop's queued results do not fit 
 
 def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> None:
     """One round (runs in the subprocess). Prints one JSON line with its counts. `switching`:
-    a thread switches the process's mode and half the compute threads keep a mode of their own;
-    otherwise every thread runs in the mode the round started in."""
+    a thread switches the process's mode every few milliseconds and half the compute threads
+    switch it too around each step; otherwise every thread runs in the mode the round started in."""
     import torch
     import torchtpu
 
@@ -62,7 +62,7 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
 
     def compute(i: int):
         device = torch.device("tpu", i % torch.tpu.device_count())
-        mode = MODES[i % 3] if i % 2 and switching else None  # a mode of their own
+        mode = MODES[i % 3] if i % 2 and switching else None  # switches the mode too
         with torch.tpu.device(device):
             stream = torch.tpu.Stream()
             tensors = [t.to(device) for t in (w1, b1, w2, x)]
