@@ -147,7 +147,10 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     // the device's streams: the tensors that queued work holds are freed once it has run (as
     // CUDA's caching allocator waits for the events of pending frees). Only then is it out of
     // memory. (A stream's worker cannot wait for its own queue: it fails at once.)
-    for (int attempt = 0; attempt < 2 && ptr == nullptr; ++attempt) {
+    // Other threads may queue more work between a wait and the retry, so the request waits
+    // again as long as a wait found queued work to wait for (up to a bound), and fails only when
+    // the device's queues were idle and it still does not fit.
+    for (int attempt = 0; attempt < 64 && ptr == nullptr; ++attempt) {
       if (d.reserved + rounded > capacity && !d.cached.empty()) {
         d.stats.num_alloc_retries++;
         release_cached(s, device);
@@ -155,11 +158,19 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
       if (d.reserved + rounded <= capacity) {
         ptr = std::aligned_alloc(64, rounded);
         if (ptr == nullptr) break;  // the host itself is out of memory
-      } else if (attempt == 0 && !on_stream_worker()) {
+      } else if (on_stream_worker()) {
+        break;
+      } else {
         TORCHTPU_COUNT("allocator.waits_for_queued_frees");
         lock.unlock();
-        release_queued_memory(device);
+        const bool waited = release_queued_memory(device);
         lock.lock();
+        if (!waited) {
+          // Nothing was queued: one last look (a release may have finished meanwhile).
+          if (d.reserved + rounded > capacity && !d.cached.empty()) release_cached(s, device);
+          if (d.reserved + rounded <= capacity) ptr = std::aligned_alloc(64, rounded);
+          break;
+        }
       }
     }
     if (ptr == nullptr) {

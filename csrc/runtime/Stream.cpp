@@ -173,11 +173,13 @@ bool StreamQueue::query() const {
   return impl_->completed == impl_->enqueued;
 }
 
-void StreamQueue::wait_idle() {
+bool StreamQueue::wait_idle() {
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
+  const bool busy = impl_->completed != impl_->enqueued || !impl_->finished.empty();
   wait_interruptibly(lock, impl_->drained, [&] { return impl_->completed == impl_->enqueued; });
   finished = impl_->take_finished();
+  return busy;
 }
 
 size_t StreamQueue::cancel_queued() {
@@ -298,15 +300,17 @@ void synchronize_device(c10::DeviceIndex device) {
   for (auto* q : queues_of(device)) q->synchronize();
 }
 
-void release_queued_memory(c10::DeviceIndex device) {
-  if (on_stream_worker()) return;
+bool release_queued_memory(c10::DeviceIndex device) {
+  if (on_stream_worker()) return false;
   check_device_index(device);
-  for (auto* q : queues_of(device)) q->wait_idle();
+  bool busy = g_releasing.load() > t_releasing;
+  for (auto* q : queues_of(device)) busy = q->wait_idle() || busy;
   // Finished work another thread took from these queues may still be being destroyed.
   without_gil([] {
     std::unique_lock<std::mutex> lock(g_release_mutex);
     wait_interruptibly(lock, g_released, [] { return g_releasing.load() <= t_releasing; });
   });
+  return busy;
 }
 
 size_t cancel_all_queued_work() {

@@ -48,7 +48,8 @@ class StreamQueue {
   bool query() const;
   // Waits until everything enqueued so far has run and releases what the finished work held
   // (its tensors); an error stays for the next synchronize(). Interruptible (HostWait.h).
-  void wait_idle();
+  // Returns whether it waited for or released anything.
+  bool wait_idle();
   // Drops the work not started yet (at exit after an interrupt: nothing may observe it), then
   // waits for the work running now. Returns how many items were dropped.
   size_t cancel_queued();
@@ -75,8 +76,9 @@ c10::Stream new_stream(c10::DeviceIndex device, int priority);
 void synchronize_device(c10::DeviceIndex device);
 // Waits for every stream of a device to run what it has and releases the memory its finished
 // work held, without reporting errors (the allocator, before it fails; see Allocator.cpp).
+// Returns whether there was anything to wait for (queued work, or finished work being released).
 // Does nothing on a stream worker thread (it cannot wait for its own queue).
-void release_queued_memory(c10::DeviceIndex device);
+bool release_queued_memory(c10::DeviceIndex device);
 // Every stream of every device: cancel_queued(). Returns the number of items dropped.
 size_t cancel_all_queued_work();
 // True on the worker thread of a stream.
