@@ -12,6 +12,7 @@
 #include "runtime/Allocator.h"
 #include "runtime/Env.h"
 #include "runtime/Errors.h"
+#include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
@@ -831,6 +832,9 @@ class Executor {
 
 void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
              const std::vector<char>& alive_keys, bool blocking) {
+  // A graph is enqueued whole: a Ctrl-C during one of its waits for memory is taken at the next
+  // wait after it, never halfway through (which would leave pending tensors without producers).
+  const runtime::NoInterrupt whole;
   Executor(nodes, keys, plan, alive_keys, blocking).run();
 }
 

@@ -39,8 +39,7 @@ Geometry geometry_of(const Operand& o, c10::IntArrayRef shape);
 bool non_overlapping(const Geometry& g, c10::IntArrayRef shape);
 
 // Keys of the storages a graph touches: pending storages [0, P), external ones -1, -2, ...,
-// kNoStorage for undefined operands and CPU scalars.
-constexpr int kNoStorage = INT32_MIN;
+// INT32_MIN for undefined operands and CPU scalars.
 struct Keys {
   std::vector<std::shared_ptr<PendingStorage>> pending;  // by key
   std::vector<std::vector<int>> operands;                // per node, per operand
