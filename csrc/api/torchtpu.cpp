@@ -53,6 +53,11 @@ std::string chip_name() { return runtime::current_chip().name; }
 
 int64_t hbm_capacity_bytes() { return runtime::hbm_capacity_bytes(); }
 
+
+Chip chip() { return runtime::current_chip(); }
+
+std::vector<Chip> all_chips() { return runtime::all_chips(); }
+
 void synchronize(int device) {
   runtime::synchronize_device(device < 0 ? runtime::current_device()
                                          : static_cast<c10::DeviceIndex>(device));

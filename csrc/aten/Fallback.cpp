@@ -7,6 +7,7 @@
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
+#include "aten/OpTraits.h"
 
 #include "runtime/Device.h"
 #include "runtime/Env.h"
@@ -69,13 +70,8 @@ std::optional<c10::Device> common_device(const std::string& name,
                                          c10::ArrayRef<c10::IValue> args) {
   std::optional<c10::Device> tpu;
   std::optional<c10::Device> cpu_nonscalar;
-  // (looked at only when a list holds a CPU tensor: no string work on the common path)
-  auto takes_cpu_indices = [&name] {
-    const std::string_view base = std::string_view(name).substr(0, name.find('.'));
-    return base == "aten::index" || base == "aten::index_put_" || base == "aten::index_put" ||
-           base == "aten::_index_put_impl_" || base == "aten::_unsafe_index" ||
-           base == "aten::_unsafe_index_put";
-  };
+  // (looked at only when a list holds a CPU tensor: no lookup on the common path)
+  auto takes_cpu_indices = [&name] { return op_traits(name).takes_cpu_indices; };
   bool in_list = false;
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;

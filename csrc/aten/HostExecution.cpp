@@ -28,6 +28,7 @@
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
+#include "aten/OpTraits.h"
 #include "runtime/Allocator.h"
 #include "runtime/Mode.h"
 #include "runtime/Metrics.h"
@@ -39,170 +40,9 @@
 #include <torch/library.h>
 
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 namespace torchtpu::aten {
 namespace {
-
-// VPU cycles per (8 x 128) vreg, per element of the largest tensor of the op. These are
-// assumptions of the model (no public per-op VPU figures exist): 1 for simple arithmetic,
-// comparisons and data movement; 4 for transcendental functions (the EUP); more for ops that
-// make several passes (normalizations, softmax, losses, sorting).
-const std::unordered_map<std::string_view, double>& vpu_units() {
-  static const std::unordered_map<std::string_view, double> units = {
-      {"exp", 4}, {"exp2", 4}, {"expm1", 4}, {"log", 4}, {"log2", 4}, {"log10", 4},
-      {"log1p", 4}, {"sqrt", 4}, {"rsqrt", 4}, {"sin", 4}, {"cos", 4}, {"tan", 4},
-      {"tanh", 4}, {"sigmoid", 4}, {"erf", 4}, {"erfc", 4}, {"erfinv", 4}, {"pow", 4},
-      {"reciprocal", 2}, {"div", 2}, {"gelu", 6}, {"gelu_backward", 8}, {"silu", 5},
-      {"silu_backward", 6}, {"sigmoid_backward", 2}, {"tanh_backward", 2}, {"elu", 4},
-      {"softplus", 6}, {"mish", 10}, {"logsumexp", 5}, {"_softmax", 6}, {"_log_softmax", 6},
-      {"_softmax_backward_data", 3}, {"_log_softmax_backward_data", 5},
-      {"native_layer_norm", 8}, {"native_layer_norm_backward", 12},
-      {"native_group_norm", 8}, {"native_group_norm_backward", 12}, {"_fused_rms_norm", 6},
-      {"var", 3}, {"std", 5}, {"var_mean", 3}, {"std_mean", 5}, {"norm", 3},
-      {"linalg_vector_norm", 3}, {"sort", 12}, {"topk", 12}, {"cumsum", 2}, {"cumprod", 2},
-      {"nll_loss_forward", 2}, {"nll_loss_backward", 2}, {"mse_loss", 3},
-      {"mse_loss_backward", 3}, {"binary_cross_entropy", 10},
-      {"binary_cross_entropy_backward", 6}, {"_fused_adam_", 20}, {"_fused_adamw_", 20},
-      {"_foreach_addcdiv_", 3}, {"_foreach_sqrt", 4}, {"_foreach_sqrt_", 4},
-      {"_foreach_div_", 2}, {"_foreach_div", 2}, {"_foreach_lerp_", 3}, {"_foreach_norm", 3},
-      {"glu", 5}, {"glu_backward", 6}, {"_weight_norm_interface", 4},
-      {"_weight_norm_interface_backward", 6}, {"bucketize", 8},
-      // per element of the largest operand: a row of the solve per element of the result
-      {"linalg_solve_triangular", 16},
-      {"acos", 4}, {"asin", 4}, {"atan", 4}, {"acosh", 4}, {"asinh", 4}, {"atanh", 4},
-      {"cosh", 4}, {"sinh", 4}, {"sinc", 5}, {"logit", 5}, {"logit_backward", 2},
-      {"xlogy", 4}, {"special_xlog1py", 4}, {"special_entr", 4}, {"logaddexp", 8},
-      {"logaddexp2", 8}, {"lgamma", 8}, {"digamma", 8}, {"polygamma", 16}, {"i0", 8},
-      {"special_i0e", 8}, {"special_i1", 8}, {"special_i1e", 8}, {"special_erfcx", 8},
-      {"special_ndtri", 8}, {"special_log_ndtr", 8}, {"special_zeta", 16}, {"igamma", 16},
-      {"igammac", 16}, {"gcd", 8}, {"lcm", 8}, {"frexp", 2}, {"angle", 4},
-      {"median", 12}, {"nanmedian", 12}, {"mode", 12}, {"kthvalue", 12},
-      {"_logcumsumexp", 8}, {"renorm", 3}, {"searchsorted", 8}, {"logspace", 4},
-      {"multi_margin_loss", 4}, {"multi_margin_loss_backward", 4},
-      {"multilabel_margin_loss_forward", 4}, {"multilabel_margin_loss_backward", 4},
-      // a radix-2 FFT takes log2(n) butterfly passes; 16 stands for n in the thousands
-      {"_fft_r2c", 16}, {"_fft_c2r", 16}, {"_fft_c2c", 16},
-  };
-  return units;
-}
-
-}  // namespace
-
-double vpu_units(std::string_view base_name) {
-  const auto& units = vpu_units();
-  auto it = units.find(base_name);
-  return it == units.end() ? 1.0 : it->second;
-}
-
-namespace {
-
-// The ops the VPU executor takes, by base name (every overload with a CPU kernel).
-const char* const kVpuOps[] = {
-    // arithmetic and math
-    "add", "sub", "mul", "div", "remainder", "fmod", "neg", "abs", "sign", "sgn", "reciprocal",
-    "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
-    "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round", "trunc",
-    "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax", "fmin", "where",
-    "lerp", "addcmul", "addcdiv", "addr", "hypot", "atan2", "floor_divide", "nan_to_num", "isnan", "isinf", "isfinite", "isneginf", "isposinf",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill",
-    // activations and their backward
-    "relu", "gelu", "gelu_backward", "silu", "silu_backward", "sigmoid_backward",
-    "tanh_backward", "threshold", "threshold_backward", "hardtanh", "hardtanh_backward",
-    "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "softplus",
-    "softplus_backward", "mish", "mish_backward", "hardswish", "hardswish_backward",
-    "hardsigmoid", "hardsigmoid_backward", "log_sigmoid_forward", "log_sigmoid_backward",
-    // reductions and scans
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax", "var",
-    "std", "var_mean", "std_mean", "norm", "linalg_vector_norm", "logsumexp", "cumsum",
-    "cumprod", "any", "all", "count_nonzero",
-    // softmax and normalization
-    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data",
-    "native_layer_norm", "native_layer_norm_backward", "native_group_norm",
-    "native_group_norm_backward", "_fused_rms_norm", "_fused_rms_norm_backward",
-    // embedding and indexing
-    "embedding_dense_backward", "index_select", "index", "_index_put_impl_", "index_put_",
-    "gather", "scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-    "index_fill", "masked_select", "masked_scatter", "nonzero", "take", "put_", "isin",
-    // data movement
-    "cat", "flip", "roll", "tril", "triu", "constant_pad_nd", "reflection_pad1d",
-    "reflection_pad2d", "replication_pad1d", "replication_pad2d", "repeat_interleave", "sort",
-    "topk", "unique_dim", "_unique2", "clone",
-    // pooling and resampling
-    "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
-    "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
-    "upsample_nearest2d", "upsample_nearest2d_backward", "upsample_bilinear2d",
-    "upsample_bilinear2d_backward", "upsample_nearest1d", "upsample_nearest1d_backward",
-    "upsample_linear1d", "upsample_linear1d_backward", "upsample_bicubic2d",
-    "upsample_bicubic2d_backward", "upsample_nearest3d", "upsample_nearest3d_backward",
-    "upsample_trilinear3d", "upsample_trilinear3d_backward", "_upsample_nearest_exact1d",
-    "_upsample_nearest_exact1d_backward", "_upsample_nearest_exact2d",
-    "_upsample_nearest_exact2d_backward", "grid_sampler_2d", "grid_sampler_2d_backward",
-    "grid_sampler_3d", "grid_sampler_3d_backward", "im2col", "col2im", "unfold_backward",
-    "replication_pad1d_backward", "replication_pad2d_backward",
-    // gated linear units, weight norm, bucketing, complex from polar, identity matrices
-    "glu", "glu_backward", "_weight_norm_interface", "_weight_norm_interface_backward",
-    "bucketize", "polar", "eye",
-    // small triangular solves (chunked linear-attention models solve 64 x 64 systems)
-    "linalg_solve_triangular",
-    // more element-wise math: inverse trigonometric and hyperbolic functions, special functions
-    "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "sinc", "logit",
-    "logit_backward", "xlogy", "special_xlog1py", "special_entr", "copysign", "signbit",
-    "heaviside", "logaddexp", "logaddexp2", "lgamma", "digamma", "polygamma", "i0",
-    "special_i0e", "special_i1", "special_i1e", "special_erfcx", "special_ndtri",
-    "special_log_ndtr", "special_zeta", "nextafter", "igamma", "igammac", "gcd", "lcm",
-    "bitwise_left_shift", "bitwise_right_shift", "softshrink", "softshrink_backward",
-    "hardshrink", "hardshrink_backward", "conj_physical", "angle", "complex", "frexp",
-    "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
-    "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
-    "special_modified_bessel_k1", "special_scaled_modified_bessel_k0",
-    "special_scaled_modified_bessel_k1", "special_spherical_bessel_j0", "special_airy_ai",
-    "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
-    "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
-    "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
-    "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w",
-    "special_hermite_polynomial_h", "special_hermite_polynomial_he",
-    "special_laguerre_polynomial_l", "special_legendre_polynomial_p", "_prelu_kernel",
-    "_prelu_kernel_backward",
-    // more reductions, scans and order statistics
-    "nansum", "trace", "median", "nanmedian", "mode", "kthvalue", "_cummax_helper",
-    "_cummin_helper", "_logcumsumexp", "renorm", "searchsorted", "unique_consecutive",
-    "index_reduce",
-    // evenly spaced values
-    "linspace", "logspace",
-    // more padding, pooling and resampling
-    "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d",
-    "reflection_pad3d_backward", "replication_pad3d", "replication_pad3d_backward",
-    "avg_pool3d", "avg_pool3d_backward", "_adaptive_avg_pool3d",
-    "_adaptive_avg_pool3d_backward", "max_pool3d_with_indices",
-    "max_pool3d_with_indices_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward",
-    "adaptive_max_pool3d", "adaptive_max_pool3d_backward", "max_unpool2d", "max_unpool3d",
-    "_upsample_nearest_exact3d",
-    "_upsample_nearest_exact3d_backward", "channel_shuffle",
-    // margin losses
-    "multi_margin_loss", "multi_margin_loss_backward", "multilabel_margin_loss_forward",
-    "multilabel_margin_loss_backward",
-    // discrete Fourier transforms (XLA runs FFTs on the TPU's vector units)
-    "_fft_r2c", "_fft_c2r", "_fft_c2c",
-    // mixed precision: GradScaler's unscale-and-check and scale update
-    "_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_",
-    // dropout and losses
-    "native_dropout_backward", "nll_loss_forward", "nll_loss_backward",
-    "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
-    "binary_cross_entropy", "binary_cross_entropy_backward", "smooth_l1_loss",
-    "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward",
-    // optimizers and AMP
-    "_foreach_add", "_foreach_add_", "_foreach_sub", "_foreach_sub_", "_foreach_mul",
-    "_foreach_mul_", "_foreach_div", "_foreach_div_", "_foreach_addcmul", "_foreach_addcmul_",
-    "_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_sqrt", "_foreach_sqrt_", "_foreach_neg",
-    "_foreach_neg_", "_foreach_lerp", "_foreach_lerp_", "_foreach_maximum_", "_foreach_norm",
-    "_foreach_zero_", "_foreach_copy_", "_foreach_pow", "_foreach_sign", "_foreach_abs",
-    "_foreach_clamp_min_", "_foreach_clamp_max_", "_foreach_exp", "_fused_adam_",
-    "_fused_adamw_", "_fused_sgd_", "_amp_foreach_non_finite_check_and_unscale_",
-    "_amp_update_scale_",
-};
 
 // A CPU tensor over the bytes of a TPU tensor, with a resizable storage of its own (resizing it
 // moves it to fresh memory and leaves the device memory alone).
@@ -301,12 +141,10 @@ struct Footprint {
   }
 };
 
-void charge(const c10::FunctionSchema& schema, const std::string& name, const Footprint& f) {
+void charge(const std::string& name, const Footprint& f) {
   if (f.foreign) runtime::metrics::count("emulated." + name);
-  const auto& units = vpu_units();
-  auto it = units.find(std::string_view(schema.operator_name().name).substr(6));  // "aten::"
-  const double u = it == units.end() ? 1.0 : it->second;
-  sim::record(name, sim::cost_model().vector(f.elements, u, f.bytes, f.foreign));
+  sim::record(name, sim::cost_model().vector(f.elements, op_traits(name).vpu_units, f.bytes,
+                                             f.foreign));
 }
 
 bool is_out_fn(const c10::FunctionSchema& schema) {
@@ -411,22 +249,13 @@ std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) 
   return out;
 }
 
-// Ops whose CPU kernels for bfloat16 / float16 are not trustworthy, so the VPU executor runs them
-// in float32 and rounds the results (which is also what the VPU does: it computes reduced
-// precision element-wise work in float32). PyTorch 2.13's CPU grid_sampler_2d for bfloat16
-// returns values up to 3e38 from an image in [0, 255] on OpInfo's 2x3x345x456 reference sample,
-// and another result when its input is copied (it reads outside its input).
-bool computes_in_float32(const std::string& name) {
-  return name == "aten::grid_sampler_2d" || name == "aten::grid_sampler_2d_backward" ||
-         name == "aten::grid_sampler_3d" || name == "aten::grid_sampler_3d_backward";
-}
-
-// For those ops: bfloat16 / float16 tensor arguments on `stack` become float32 copies on the
+// For ops whose CPU kernels for bfloat16 / float16 are not trustworthy (OpTraits
+// computes_in_float32): bfloat16 / float16 tensor arguments on `stack` become float32 copies on the
 // device; returns the reduced type to round the results to (kFloat when nothing was widened).
 c10::ScalarType widen_reduced_precision(const std::string& name, torch::jit::Stack* stack,
                                         size_t base, size_t num_args) {
   c10::ScalarType reduced = c10::kFloat;
-  if (!computes_in_float32(name)) return reduced;
+  if (!op_traits(name).computes_in_float32) return reduced;
   map_tensor_arguments(stack, base, num_args, [&](const at::Tensor& t) {
     if (!t.defined() || !at::isReducedFloatingType(t.scalar_type())) return t;
     reduced = t.scalar_type();
@@ -467,7 +296,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
       keep.push_back(t);
       return resizable_host_alias(t);
     });
-    charge(schema, name, footprint);
+    charge(name, footprint);
     const std::vector<c10::IValue> results = [&] {
       std::vector<c10::IValue> r;
       for (int i : returned) r.push_back((*stack)[base + i]);
@@ -509,7 +338,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
     if (t.device().is_privateuseone()) footprint.add(t);
   }
   run_on_host(op, stack, *device, route_results, &footprint);
-  charge(schema, name, footprint);
+  charge(name, footprint);
   if (reduced != c10::kFloat) {
     const size_t num_returns = schema.returns().size();
     map_tensor_arguments(stack, stack->size() - num_returns, num_returns,
@@ -531,18 +360,6 @@ bool routed_to_out_variant(const c10::OperatorHandle& op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
 }
 
-// Ops DeferAndFuse does not record (it materializes the pending work they depend on and runs
-// them): ops whose output shape depends on the values of their inputs, and ops whose meta
-// kernels size results differently from their CPU kernels (the margin losses give a 0-d
-// input's unreduced loss the shape [1], the CPU kernels the shape []).
-bool run_at_once(const std::string& name) {
-  static const std::unordered_set<std::string> names = {
-      "aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_dim",
-      "aten::repeat_interleave", "aten::unique_consecutive", "aten::multi_margin_loss",
-      "aten::multilabel_margin_loss_forward"};
-  return names.count(name) > 0;
-}
-
 bool returns_new_tensors(const c10::FunctionSchema& schema) {
   for (const auto& ret : schema.returns()) {
     if (ret.alias_info() == nullptr) return true;
@@ -553,13 +370,11 @@ bool returns_new_tensors(const c10::FunctionSchema& schema) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  std::unordered_map<std::string, bool> wanted;
-  for (const char* name : kVpuOps) {
-    wanted[std::string("aten::") + name] = true;
-    wanted[std::string("aten::") + name + "_"] = true;  // the in-place form, e.g. masked_fill_
-  }
+  // The ops OpTraits places on the VPU, every overload with a CPU kernel.
   for (const auto& op_name : c10::Dispatcher::singleton().getAllOpNames()) {
-    if (!wanted.count(op_name.name)) continue;
+    if (op_name.name.rfind("aten::", 0) != 0) continue;
+    const OpTraits& traits = op_traits(op_name.name);
+    if (traits.unit != OpUnit::vpu) continue;
     auto handle = c10::Dispatcher::singleton().findOp(op_name);
     if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
     if (has_own_kernel(*handle)) continue;  // a dedicated torchtpu kernel wins
@@ -569,8 +384,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                  : op_name.name + "." + op_name.overload_name;
     const bool new_results = returns_new_tensors(handle->schema());
     const bool random = has_generator_argument(handle->schema());
+    // (Ops sized by their input values are not recorded: DeferAndFuse materializes the pending
+    // work they depend on and runs them.)
     const Capture capture = random ? Capture::random
-                            : run_at_once(op_name.name) ? Capture::none
+                            : traits.sizing == Sizing::value_dependent ? Capture::none
                             : new_results ? Capture::new_results
                                           : Capture::results_are_arguments;
     if (new_results) {

@@ -69,7 +69,4 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> dropout_on_device(const at::Te
                                                                      double p,
                                                                      std::optional<bool> train);
 
-// The cost model's VPU cycles per vreg of an op, by base name ("gelu"); 1 when not listed.
-double vpu_units(std::string_view base_name);
-
 }  // namespace torchtpu::aten

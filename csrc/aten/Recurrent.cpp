@@ -9,6 +9,7 @@
 #include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
+#include "aten/OpTraits.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 
@@ -22,10 +23,10 @@ at::Tensor host_or_undefined(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? host_alias(*t) : at::Tensor();
 }
 
-void charge(const char* op, const at::Tensor& biggest, double units) {
+void charge(const char* op, const at::Tensor& biggest) {
   const double bytes =
       4 * sim::CostModel::padded_bytes(biggest.sizes(), static_cast<int>(biggest.element_size()));
-  sim::record(op, sim::cost_model().vector(biggest.numel(), units, bytes));
+  sim::record(op, sim::cost_model().vector(biggest.numel(), op_traits(op).vpu_units, bytes));
 }
 
 std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
@@ -45,7 +46,7 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
   const at::Tensor n = at::tanh(i[2] + r * h[2]);
   const at::Tensor hy = n + z * (hx_h - n);
   const at::Tensor workspace = at::cat({r, z, n, hx_h, h[2]}, 1);
-  charge("aten::_thnn_fused_gru_cell", workspace, 3);
+  charge("aten::_thnn_fused_gru_cell", workspace);
   return {on_device(hy, hx.device()), on_device(workspace, hx.device())};
 }
 
@@ -67,7 +68,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_
     grad_input_bias = grad_input_gates.sum(0);
     grad_hidden_bias = grad_hidden_gates.sum(0);
   }
-  charge("aten::_thnn_fused_gru_cell_backward", workspace, 4);
+  charge("aten::_thnn_fused_gru_cell_backward", workspace);
   const auto d = grad_hy.device();
   return {on_device(grad_input_gates, d), on_device(grad_hidden_gates, d), on_device(grad_hx, d),
           on_device(grad_input_bias, d), on_device(grad_hidden_bias, d)};
@@ -88,7 +89,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(
   const at::Tensor cy = f * host_alias(cx) + i * g;
   const at::Tensor hy = o * at::tanh(cy);
   const at::Tensor workspace = at::cat({i, f, g, o}, 1);
-  charge("aten::_thnn_fused_lstm_cell", workspace, 3);
+  charge("aten::_thnn_fused_lstm_cell", workspace);
   const auto d = cx.device();
   return {on_device(hy, d), on_device(cy, d), on_device(workspace, d)};
 }
@@ -114,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(
                                         1);
   const at::Tensor grad_cx = d_c * f;
   const at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
-  charge("aten::_thnn_fused_lstm_cell_backward", workspace, 4);
+  charge("aten::_thnn_fused_lstm_cell_backward", workspace);
   const auto d = cx.device();
   return {on_device(grad_gates, d), on_device(grad_cx, d), on_device(grad_bias, d)};
 }

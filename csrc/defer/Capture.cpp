@@ -185,27 +185,9 @@ at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
 // ---------------------------------------------------------------------------------------------
 // Op classification
 
-// Element-wise ops (by base name, without "aten::" and the in-place "_"): each output element
-// depends only on the input elements at the same (broadcast) position.
-bool elementwise_name(std::string_view base) {
-  static const std::unordered_set<std::string_view> names = {
-      "add", "sub", "mul", "div", "remainder", "fmod", "neg", "abs", "sign", "sgn",
-      "reciprocal", "pow", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
-      "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil",
-      "round", "trunc", "frac", "clamp", "clamp_min", "clamp_max", "maximum", "minimum", "fmax",
-      "fmin", "where", "lerp", "addcmul", "addcdiv", "hypot", "atan2", "floor_divide",
-      "nan_to_num", "isnan", "logical_and", "logical_or", "logical_xor", "logical_not",
-      "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le", "gt",
-      "ge", "masked_fill", "relu", "gelu", "gelu_backward", "silu", "silu_backward",
-      "sigmoid_backward", "tanh_backward", "threshold", "threshold_backward", "hardtanh",
-      "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward",
-      "softplus", "softplus_backward", "mish", "mish_backward", "hardswish",
-      "hardswish_backward", "hardsigmoid", "hardsigmoid_backward", "fill", "zero",
-      "_copy_from", "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh", "sinc",
-      "logit", "xlogy", "copysign", "heaviside", "logaddexp", "logaddexp2", "lgamma",
-      "digamma", "i0", "softshrink", "hardshrink"};
-  return names.count(base) > 0;
-}
+// Element-wise ops: each output element depends only on the input elements at the same
+// (broadcast) position (OpTraits: PyTorch's pointwise tag, with torchtpu's overrides).
+bool elementwise(std::string_view name) { return aten::op_traits(name).pointwise; }
 
 // Broadcastable to `shape` (right-aligned, each dimension equal or 1).
 bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
@@ -220,11 +202,7 @@ bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
 // Matmuls are recorded when their operands share an MXU dtype: other dtypes are fallbacks or
 // errors, which must happen at the op (as in strict eager), not when the graph runs.
 bool mxu_recordable(const std::string& name, c10::ArrayRef<c10::IValue> args) {
-  static const std::unordered_set<std::string_view> matmuls = {
-      "mm", "bmm", "addmm", "baddbmm", "addmv", "dot", "vdot", "_int_mm",
-      "convolution_overrideable", "convolution_backward_overrideable"};
-  const std::string_view base = base_name(name);
-  if (!matmuls.count(base)) return true;
+  if (aten::op_traits(name).unit != aten::OpUnit::mxu) return true;
   std::optional<c10::ScalarType> dtype;
   bool ok = true;
   for (const c10::IValue& v : args) {
@@ -235,7 +213,7 @@ bool mxu_recordable(const std::string& name, c10::ArrayRef<c10::IValue> args) {
     dtype = t.scalar_type();
   }
   if (!ok || !dtype) return false;
-  if (base == "_int_mm") return *dtype == c10::kChar || *dtype == c10::kInt;
+  if (aten::op_key(name) == "_int_mm") return *dtype == c10::kChar || *dtype == c10::kInt;
   return *dtype == c10::kFloat || *dtype == c10::kBFloat16 || *dtype == c10::kHalf;
 }
 
@@ -346,11 +324,9 @@ std::vector<std::pair<size_t, size_t>> operand_ranges(const torch::jit::Stack& a
 // range"), or an integer division (ZeroDivisionError). Node::checks_values.
 bool checks_values(const c10::FunctionSchema& schema,
                    const std::vector<std::pair<size_t, size_t>>& ranges,
-                   const std::vector<Operand>& operands, std::string_view base) {
+                   const std::vector<Operand>& operands, const aten::OpTraits& traits) {
   static const std::unordered_set<std::string_view> index_arguments = {"index", "indices",
                                                                        "target", "offsets"};
-  static const std::unordered_set<std::string_view> integer_division = {
-      "div", "floor_divide", "remainder", "fmod"};
   // (Cheap first: most graphs read no integer tensor at all.)
   bool reads_integers = false;
   for (const Operand& o : operands) {
@@ -358,7 +334,7 @@ bool checks_values(const c10::FunctionSchema& schema,
                      (o.defined() && o.read && c10::isIntegralType(o.dtype, /*includeBool=*/false));
   }
   if (!reads_integers) return false;
-  const bool divides = integer_division.count(base) > 0;
+  const bool divides = traits.divides_integers;
   for (size_t i = 0; i < ranges.size() && i < schema.arguments().size(); ++i) {
     const bool index = index_arguments.count(schema.arguments()[i].name()) > 0;
     if (!index && !divides) continue;
@@ -371,8 +347,6 @@ bool checks_values(const c10::FunctionSchema& schema,
   }
   return false;
 }
-
-bool writes_without_reading(std::string_view base) { return base == "fill" || base == "zero"; }
 
 
 // Remembers `shape` as the shape in which `node` wrote its pending outputs.
@@ -479,7 +453,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   });
 
   // What the op writes.
-  const std::string_view base_nm = base_name(name);
+  const aten::OpTraits& traits = aten::op_traits(name);
   std::vector<c10::IValue> returned;
   if (capture == Capture::copy) {
     node.operands[1].written = true;  // _copy_from(self, dst)
@@ -491,7 +465,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
       if (info == nullptr || !info->isWrite()) continue;
       for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
         node.operands[k].written = true;
-        node.operands[k].read = !schema.arguments()[i].is_out() && !writes_without_reading(base_nm);
+        node.operands[k].read = !schema.arguments()[i].is_out() && !traits.writes_without_reading;
       }
     }
     for (const auto& ret : schema.returns()) {
@@ -524,7 +498,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   }
 
   // Element-wise: one result shape, every operand broadcasts to it.
-  if (elementwise_name(base_nm)) {
+  if (traits.pointwise) {
     const Operand* out = nullptr;
     int outs = 0;
     for (const auto& o : node.operands) {
@@ -552,13 +526,13 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
         note_producer_shape(s, node, node.shape);
       }
     }
-  } else if (base_nm == "mm" || base_nm == "addmm" || base_nm == "bmm" || base_nm == "baddbmm") {
+  } else if (traits.role == aten::FusionRole::matmul_leader) {
     for (const auto& o : node.operands) {
       if (o.written) note_producer_shape(s, node, o.sizes);
     }
   }
 
-  node.checks_values = checks_values(schema, ranges, node.operands, base_nm);
+  node.checks_values = checks_values(schema, ranges, node.operands, traits);
   s.fingerprint = h;
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
@@ -600,7 +574,7 @@ at::Tensor elementwise_result_meta(const std::vector<at::Tensor>& inputs, c10::S
 
 void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
                           c10::Device device) {
-  if (!elementwise_name(base_name(schema.operator_name().name))) return;
+  if (!elementwise(schema.operator_name().name)) return;
   int out_index = -1;
   std::vector<int64_t> shape;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -631,9 +605,10 @@ void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::
   out.unsafeGetTensorImpl()->set_sizes_and_strides(shape, strides);
 }
 
-// Results of the hottest ops returning new tensors, sized here as their CPU kernels size them
-// (contiguous, in the input's dtype), instead of through their meta kernels, which are Python
-// functions (about a millisecond each with the GIL). nullopt: no rule, use the meta kernel.
+// Results of the hottest ops returning new tensors (OpTraits Sizing::rule), sized here as their
+// CPU kernels size them (contiguous, in the input's dtype), instead of through their meta
+// kernels, which are Python functions (about a millisecond each with the GIL). nullopt: the
+// arguments are not a case of the rule; use the meta kernel.
 std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
                                                   c10::ArrayRef<c10::IValue> args) {
   auto like = [](c10::IntArrayRef sizes, c10::ScalarType dtype) {
@@ -943,9 +918,10 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     return d;
   }
   if (capture != Capture::new_results) return d;
-  if (name == "aten::relu") {
-    // relu's result is laid out as TensorIterator lays it out (like its input when dense), in
-    // its dtype: no meta call.
+  const aten::OpTraits& traits = aten::op_traits(name);
+  if (traits.sizing == aten::Sizing::like_input) {
+    // (relu) The result is laid out as TensorIterator lays it out (like the input when dense),
+    // in its dtype: no meta call.
     const at::Tensor& x = args[0].toTensor();
     d.new_results.push_back(x.is_non_overlapping_and_dense()
                                 ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
@@ -954,7 +930,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
                                 : elementwise_result_meta({x}, x.scalar_type()));
     return d;
   }
-  auto meta = sized_here(name, args);
+  auto meta = traits.sizing == aten::Sizing::rule ? sized_here(name, args) : std::nullopt;
   if (!meta) {
     // (Python meta kernels cost about a millisecond each: counted, with their time.)
     std::string why;

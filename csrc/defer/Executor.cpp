@@ -142,7 +142,6 @@ bool loop_scalar(const Source& s) {
 std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef shape,
                                             const std::unordered_set<int>& not_in_buffer) {
   if (!loop_available() || f.copy || !f.results.empty()) return std::nullopt;
-  const std::string_view name(f.name);
   auto tensor_ok = [&](const Source& s) {
     return loop_tensor(s, shape) && !(s.kind == Source::block && not_in_buffer.count(s.slot));
   };
@@ -150,36 +149,49 @@ std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef s
     return f.args.size() > i && f.args[i].isScalar() ? f.args[i].toScalar().toDouble() : 1.0;
   };
   const auto& o = f.operands;
-  // out= ops: operands are (inputs..., out).
-  if ((name == "aten::add.out" || name == "aten::sub.out") && o.size() == 3) {
-    const double a = alpha(2);
-    if (a != 1.0 && a != -1.0) return std::nullopt;
-    if (loop_scalar(o[0]) || !tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
-    if (!tensor_ok(o[1]) && !loop_scalar(o[1])) return std::nullopt;
-    const bool plus = (name == "aten::add.out") == (a == 1.0);
-    return loop::Instr{plus ? loop::Op::add : loop::Op::sub, 2, 0, 1};
-  }
-  if ((name == "aten::mul.out" || name == "aten::maximum.out" || name == "aten::minimum.out" ||
-       name == "aten::div.out") && o.size() == 3) {
-    if (!tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
-    const bool scalar_b = loop_scalar(o[1]);
-    // (ATen divides by a host scalar through its reciprocal: not an exact division.)
-    if (!(tensor_ok(o[1]) || (scalar_b && name == "aten::mul.out"))) return std::nullopt;
-    const loop::Op op = name == "aten::mul.out"       ? loop::Op::mul
-                        : name == "aten::div.out"     ? loop::Op::div
-                        : name == "aten::maximum.out" ? loop::Op::maximum
-                                                      : loop::Op::minimum;
-    return loop::Instr{op, 2, 0, 1};
-  }
-  if ((name == "aten::neg.out" || name == "aten::abs.out") && o.size() == 2) {
-    if (!tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
-    return loop::Instr{name == "aten::neg.out" ? loop::Op::neg : loop::Op::abs, 1, 0, -1};
-  }
-  if (name == "aten::clamp_min.out" && o.size() == 2 && f.args.size() == 3 &&
-      f.args[1].isScalar()) {  // clamp_min.out(self, Scalar min, out): relu
-    const double m = f.args[1].toScalar().toDouble();
-    if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
-    return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
+  // The ".out" overloads: operands are (inputs..., out). (By the op run, not the op recorded:
+  // relu runs as clamp_min.out.)
+  const c10::FunctionSchema& schema = f.op.schema();
+  if (schema.overload_name() != "out") return std::nullopt;
+  using Fn = aten::PointwiseFn;
+  const Fn fn = aten::op_traits(schema.name()).fn;
+  switch (fn) {
+    case Fn::add:
+    case Fn::sub: {
+      if (o.size() != 3) return std::nullopt;
+      const double a = alpha(2);
+      if (a != 1.0 && a != -1.0) return std::nullopt;
+      if (loop_scalar(o[0]) || !tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+      if (!tensor_ok(o[1]) && !loop_scalar(o[1])) return std::nullopt;
+      const bool plus = (fn == Fn::add) == (a == 1.0);
+      return loop::Instr{plus ? loop::Op::add : loop::Op::sub, 2, 0, 1};
+    }
+    case Fn::mul:
+    case Fn::div:
+    case Fn::maximum:
+    case Fn::minimum: {
+      if (o.size() != 3 || !tensor_ok(o[0]) || !tensor_ok(o[2])) return std::nullopt;
+      const bool scalar_b = loop_scalar(o[1]);
+      // (ATen divides by a host scalar through its reciprocal: not an exact division.)
+      if (!(tensor_ok(o[1]) || (scalar_b && fn == Fn::mul))) return std::nullopt;
+      const loop::Op op = fn == Fn::mul       ? loop::Op::mul
+                          : fn == Fn::div     ? loop::Op::div
+                          : fn == Fn::maximum ? loop::Op::maximum
+                                              : loop::Op::minimum;
+      return loop::Instr{op, 2, 0, 1};
+    }
+    case Fn::neg:
+    case Fn::abs:
+      if (o.size() != 2 || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+      return loop::Instr{fn == Fn::neg ? loop::Op::neg : loop::Op::abs, 1, 0, -1};
+    case Fn::clamp_min: {  // clamp_min.out(self, Scalar min, out), and relu
+      if (o.size() != 2 || f.args.size() != 3 || !f.args[1].isScalar()) return std::nullopt;
+      const double m = f.args[1].toScalar().toDouble();
+      if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
+      return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
+    }
+    default:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -691,7 +703,9 @@ class Executor {
         f.results.push_back(
             source_of(n.results[j], keys_.results[i][j], region.shape, fused));
       }
-      if (n.name == "aten::relu") {
+      const aten::OpTraits& traits = aten::op_traits(n.name);
+      if (traits.fn == aten::PointwiseFn::relu && n.capture == aten::Capture::new_results &&
+          f.results.size() == 1) {
         // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
         // of allocating a new one.
         static const c10::OperatorHandle clamp_min_out =
@@ -702,7 +716,6 @@ class Executor {
         f.results.clear();
       }
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
-      const std::string_view base = base_name(n.name);
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
       bool foreign = false;
       for (const auto& o : n.operands) {
@@ -710,7 +723,7 @@ class Executor {
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
       if (foreign) runtime::metrics::count("emulated." + n.name);
-      units += sim::cost_model().units(aten::vpu_units(base), foreign);
+      units += sim::cost_model().units(traits.vpu_units, foreign);
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
         if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
           written.push_back(tensor_of(o, key));  // checked after the region

@@ -2,6 +2,7 @@
 // The pending graph of fused eager: pending storages, recorded ops, and the plan of a graph.
 // Internal to defer/.
 #include "aten/Entry.h"
+#include "aten/OpTraits.h"
 #include "runtime/DeferredWork.h"
 #include "sim/Mxu.h"
 
@@ -74,14 +75,6 @@ struct Node {
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded
   explicit Node(const c10::OperatorHandle& h) : op(h) {}
 };
-
-// "aten::add_.Tensor" -> "add": the op's name without namespace, overload and in-place "_".
-inline std::string_view base_name(std::string_view name) {
-  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
-  if (auto dot = name.find('.'); dot != std::string_view::npos) name = name.substr(0, dot);
-  if (name.size() > 1 && name.back() == '_') name.remove_suffix(1);
-  return name;
-}
 
 // Calls f(at::Tensor&) for every tensor slot of `args` (tensors, tensor lists, optional tensor
 // lists), in order, letting f replace the tensor.

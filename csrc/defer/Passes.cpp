@@ -79,17 +79,17 @@ bool alive(const PendingStorage& p) {
 }
 
 bool is_convolution(const Node& n) {
-  return n.capture == aten::Capture::new_results && n.name == "aten::convolution_overrideable" &&
-         n.results.size() == 1 && n.results[0].defined();
+  return n.capture == aten::Capture::new_results &&
+         aten::op_traits(n.name).role == aten::FusionRole::matmul_leader && n.results.size() == 1 &&
+         n.results[0].defined();
 }
 
-// A matmul or convolution that can lead a fused region (its result has a dense layout).
+// A matmul or convolution that can lead a fused region (its result has a dense layout): an out=
+// matmul writing one operand, or a convolution returning one result.
 bool matmul_prologue(const Node& n) {
   if (is_convolution(n)) return true;
-  if (n.capture != aten::Capture::results_are_arguments) return false;
-  const std::string_view name(n.name);
-  if (name != "aten::mm.out" && name != "aten::addmm.out" && name != "aten::bmm.out" &&
-      name != "aten::baddbmm.out") {
+  if (n.capture != aten::Capture::results_are_arguments ||
+      aten::op_traits(n.name).role != aten::FusionRole::matmul_leader) {
     return false;
   }
   int written = 0;
@@ -97,12 +97,11 @@ bool matmul_prologue(const Node& n) {
   return written == 1;
 }
 
-// A reduction that can end a fused region: it reads one tensor (the value the region makes).
+// A reduction that can end a fused region: it reads one tensor (the value the region makes) and
+// writes one (its out= form).
 bool reduction_epilogue(const Node& n) {
-  if (n.capture != aten::Capture::results_are_arguments) return false;
-  const std::string_view name(n.name);
-  if (name != "aten::sum.IntList_out" && name != "aten::mean.out" && name != "aten::amax.out" &&
-      name != "aten::amin.out" && name != "aten::prod.int_out") {
+  if (n.capture != aten::Capture::results_are_arguments ||
+      aten::op_traits(n.name).role != aten::FusionRole::reduction_epilogue) {
     return false;
   }
   int inputs = 0, written = 0;

@@ -1,18 +1,8 @@
 // torchtpu._C: thin Python bindings over libtorchtpu. No logic lives here that a C++ program
 // would miss; the Python package (torchtpu/) builds the device module on top of these.
-#include "aten/Fallback.h"
-#include "defer/Defer.h"
-#include "runtime/Allocator.h"
-#include "runtime/ChipSpec.h"
-#include "runtime/DeferredWork.h"
-#include "runtime/Device.h"
-#include "runtime/Generator.h"
-#include "runtime/HostWait.h"
-#include "runtime/Metrics.h"
-#include "runtime/Mode.h"
-#include "runtime/Stream.h"
-#include "sim/CostModel.h"
-#include "sim/Mxu.h"
+#include "api/Control.h"
+
+#include <torchtpu/torchtpu.h>
 
 #include <ATen/Context.h>
 #include <torch/csrc/Exceptions.h>
@@ -25,11 +15,10 @@
 namespace py = pybind11;
 
 namespace torchtpu::python {
+
 namespace {
 
-using runtime::metrics::Category;
-
-py::dict chip_dict(const runtime::ChipSpec& c) {
+py::dict chip_dict(const Chip& c) {
   py::dict d;
   d["name"] = c.name;
   d["mxu_dim"] = c.mxu_dim;
@@ -44,15 +33,6 @@ py::dict chip_dict(const runtime::ChipSpec& c) {
   d["vpu_lanes"] = c.vpu_lanes;
   d["source"] = c.source;
   return d;
-}
-
-Category category_of(const std::string& name) {
-  if (name == "op") return Category::op;
-  if (name == "fallback") return Category::fallback;
-  if (name == "op_time") return Category::op_time;
-  if (name == "host_time") return Category::host_time;
-  TORCH_CHECK(name == "counter", "unknown metrics category '", name, "'");
-  return Category::counter;
 }
 
 // The innermost Python frame outside torch and torchtpu, as "file.py:line" (for the locations of
@@ -88,7 +68,7 @@ std::string python_location() {
   return found;
 }
 
-// runtime/HostWait.h, rule 1: a thread holding the GIL releases it while it waits for a lock.
+// Rule 1 of host waits (docs/design.md, "Host waits"): a thread holding the GIL releases it while it waits for a lock.
 void run_without_gil(void (*fn)(void*), void* context) {
   if (Py_IsInitialized() && PyGILState_Check()) {
     py::gil_scoped_release no_gil;
@@ -98,7 +78,7 @@ void run_without_gil(void (*fn)(void*), void* context) {
   }
 }
 
-// runtime/HostWait.h, rule 2: on Python's main thread, a pending Ctrl-C becomes the
+// Rule 2: on Python's main thread, a pending Ctrl-C becomes the
 // KeyboardInterrupt of the wait (other threads never handle signals in Python).
 std::thread::id g_main_thread;
 
@@ -114,11 +94,13 @@ void raise_pending_interrupt() {
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  defer::set_location_provider(&python_location);
   g_main_thread = std::this_thread::get_id();
-  runtime::set_without_gil_hook(&run_without_gil);
-  runtime::set_interrupt_hook(&raise_pending_interrupt);
-  runtime::set_gil_held_hook([] { return Py_IsInitialized() && PyGILState_Check() != 0; });
+  api::HostHooks hooks;
+  hooks.location = &python_location;
+  hooks.without_gil = &run_without_gil;
+  hooks.check_interrupt = &raise_pending_interrupt;
+  hooks.holds_gil = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
+  api::install_host_hooks(hooks);
   // Errors that carry a Python exception (the KeyboardInterrupt of an interrupted wait) reach
   // Python as that exception from these bindings too.
   py::register_exception_translator([](std::exception_ptr p) {
@@ -138,102 +120,71 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_default_generator", [](int index) {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
     return py::reinterpret_steal<py::object>(
-        THPGenerator_initDefaultGenerator(runtime::default_generator(index)));
+        THPGenerator_initDefaultGenerator(api::default_generator(index)));
   });
 
-  m.def("device_count", [] { return int(runtime::device_count()); });
-  m.def("current_device", [] { return int(runtime::current_device()); });
-  m.def("set_device", [](int index) {
-    if (index >= 0) runtime::set_device(static_cast<c10::DeviceIndex>(index));
-  });
-  m.def("exchange_device", [](int index) {
-    if (index < 0) return -1;
-    return int(runtime::exchange_device(static_cast<c10::DeviceIndex>(index)));
-  });
+  m.def("device_count", [] { return device_count(); });
+  m.def("current_device", [] { return api::current_device(); });
+  m.def("set_device", [](int index) { api::set_device(index); });
+  m.def("exchange_device", [](int index) { return api::exchange_device(index); });
   m.def("synchronize", [](int index) {
     py::gil_scoped_release no_gil;
-    runtime::synchronize_device(index < 0 ? runtime::current_device()
-                                          : static_cast<c10::DeviceIndex>(index));
+    synchronize(index);
   });
 
-  m.def("chip", [] { return chip_dict(runtime::current_chip()); });
+  m.def("chip", [] { return chip_dict(chip()); });
   m.def("all_chips", [] {
     py::list out;
-    for (const auto& c : runtime::all_chips()) out.append(chip_dict(c));
+    for (const Chip& c : all_chips()) out.append(chip_dict(c));
     return out;
   });
-  m.def("hbm_capacity_bytes", [] { return runtime::hbm_capacity_bytes(); });
-  m.def("empty_cache_device", [](int index) {
-    runtime::allocator().empty_cache(static_cast<c10::DeviceIndex>(index));
-  });
+  m.def("hbm_capacity_bytes", [] { return hbm_capacity_bytes(); });
+  m.def("empty_cache_device", [](int index) { api::empty_cache(index); });
 
   m.def("set_eager_mode", [](const std::string& mode) {
-    const auto next = runtime::eager_mode_from_name(mode);
-    py::gil_scoped_release no_gil;
-    runtime::set_eager_mode(next);
+    py::gil_scoped_release no_gil;  // (leaving fused eager runs what it recorded)
+    set_eager_mode(mode);
   });
-  m.def("get_eager_mode", [] { return std::string(runtime::name(runtime::eager_mode())); });
-  m.def("set_check_nans", [](bool on) { runtime::set_check_nans(on); });
-  m.def("get_check_nans", [] { return runtime::check_nans(); });
+  m.def("get_eager_mode", [] { return eager_mode(); });
+  m.def("set_check_nans", [](bool on) { api::set_check_nans(on); });
+  m.def("get_check_nans", [] { return api::check_nans(); });
   m.def("sync", [] {
     py::gil_scoped_release no_gil;
-    runtime::materialize_deferred_work(runtime::FlushReason::explicit_sync);
-    for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
+    api::sync_all();
   });
 
-  m.def("interrupted_once", [] { return runtime::interrupted_once(); });
+  m.def("interrupted_once", [] { return api::interrupted_once(); });
   m.def("cancel_queued_work", [] {
     py::gil_scoped_release no_gil;
-    return runtime::cancel_all_queued_work();
+    return api::cancel_queued_work();
   });
-  m.def("defer_pending_ops", [] { return defer::pending_ops(); });
-  m.def("defer_materializations", [] { return defer::materializations(); });
-  m.def("defer_reset_materializations", [] { defer::reset_materializations(); });
-  m.def("defer_set_dump_path", [](const std::string& path) { defer::set_dump_path(path); });
-  m.def("defer_cached_plans", [] { return defer::cached_plans_text(); });
-  m.def("defer_clear_cache", [] { defer::clear_cache(); });
-  m.def("defer_set_record_locations", [](bool on) { defer::set_record_locations(on); });
-  m.def("defer_record_locations", [] { return defer::record_locations(); });
-  m.def("defer_set_max_pending_ops", [](int64_t n) { defer::set_max_pending_ops(n); });
+  m.def("defer_pending_ops", [] { return api::pending_ops(); });
+  m.def("defer_materializations", [] { return api::materializations(); });
+  m.def("defer_reset_materializations", [] { api::reset_materializations(); });
+  m.def("defer_set_dump_path", [](const std::string& path) { api::set_dump_path(path); });
+  m.def("defer_cached_plans", [] { return api::cached_plans_text(); });
+  m.def("defer_clear_cache", [] { api::clear_plan_cache(); });
+  m.def("defer_set_record_locations", [](bool on) { api::set_record_locations(on); });
+  m.def("defer_record_locations", [] { return api::record_locations(); });
+  m.def("defer_set_max_pending_ops", [](int64_t n) { api::set_max_pending_ops(n); });
 
-  m.def("set_precision_override", [](std::optional<std::string> name) {
-    sim::set_precision_override(name ? std::optional<sim::Precision>(sim::precision_from_name(*name))
-                                     : std::nullopt);
-  });
-  m.def("get_precision_override", []() -> std::optional<std::string> {
-    auto p = sim::precision_override();
-    if (!p) return std::nullopt;
-    return std::string(sim::name(*p));
-  });
-  m.def("current_precision", [] { return std::string(sim::name(sim::current_precision())); });
-  m.def("clock_hz", [] { return sim::cost_model().clock_hz(); });
-  m.def("launch_seconds", [] { return sim::cost_model().launch_seconds(); });
+  m.def("set_precision_override",
+        [](std::optional<std::string> name) { api::set_precision_override(name); });
+  m.def("get_precision_override", [] { return api::precision_override(); });
+  m.def("current_precision", [] { return api::current_precision(); });
+  m.def("clock_hz", [] { return api::clock_hz(); });
+  m.def("launch_seconds", [] { return api::launch_seconds(); });
 
-  m.def("metrics_snapshot", [](const std::string& category) {
-    return runtime::metrics::snapshot(category_of(category));
-  });
-  m.def("metrics_reset", [] { runtime::metrics::reset(); });
+  m.def("metrics_snapshot", [](const std::string& category) { return api::metrics(category); });
+  m.def("metrics_reset", [] { reset_metrics(); });
 
   m.def("set_fallback_mode", [](const std::string& mode) {
-    if (mode == "warn") {
-      aten::set_fallback_mode(aten::FallbackMode::warn);
-    } else if (mode == "error") {
-      aten::set_fallback_mode(aten::FallbackMode::error);
-    } else if (mode == "silent") {
-      aten::set_fallback_mode(aten::FallbackMode::silent);
-    } else {
+    if (!api::set_fallback_mode(mode)) {
       throw py::value_error("fallback mode must be 'warn', 'error' or 'silent', not '" + mode +
                             "'");
     }
   });
-  m.def("get_fallback_mode", [] {
-    switch (aten::fallback_mode()) {
-      case aten::FallbackMode::warn: return "warn";
-      case aten::FallbackMode::error: return "error";
-      case aten::FallbackMode::silent: return "silent";
-    }
-    return "warn";
-  });
+  m.def("get_fallback_mode", [] { return api::fallback_mode(); });
 }
 
 }  // namespace torchtpu::python

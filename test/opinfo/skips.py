@@ -49,7 +49,7 @@ _GRID_SAMPLER_BF16 = (
     "18 samples), 0.68x (grid_sampler_3d, 30 samples) and 5e305x (grid_sample's 2x3x345x456 "
     "image in [0, 255]: values up to 3e38 in all 18 modes, even 'nearest', and another result "
     "when the input is copied, so it reads outside its input). tpu computes them in float32 and "
-    "rounds (HostExecution.cpp, computes_in_float32): largest errors 0.0033x, 0.0020x and "
+    "rounds (OpTraits.cpp computes_in_float32, HostExecution.cpp): largest errors 0.0033x, 0.0020x and "
     "0.0034x of the largest output")
 REFERENCE_IN_FLOAT32: dict[tuple[str, str, str], str] = {
     ("nn.functional.grid_sample", "", "bfloat16"): _GRID_SAMPLER_BF16,

@@ -445,3 +445,39 @@ def test_conjugate_and_negative_views_copied_in_one_graph():
     torch.testing.assert_close(a.cpu(), z.conj().resolve_conj(), rtol=0, atol=0)
     torch.testing.assert_close(b.cpu(), z.conj().resolve_conj(), rtol=0, atol=0)
     torch.testing.assert_close(c.cpu(), -z, rtol=0, atol=0)
+
+
+# Ops that fuse because PyTorch tags them pointwise (aten/OpTraits.cpp reads at::Tag): before the
+# op-traits registry only a hand-written list of element-wise ops fused, and each of these ran as
+# a region of its own. Each now runs inside one blocked region with the element-wise ops around
+# it (every recorded op fused) and must give the CPU's values.
+TAGGED_POINTWISE = {
+    "isinf": lambda x: torch.isinf(x * 1e38) * x,
+    "isfinite": lambda x: torch.isfinite(x.log()) * x,
+    "signbit": lambda x: torch.signbit(x) * x,
+    "special_erfcx": torch.special.erfcx,
+    "special_i0e": torch.special.i0e,
+    "special_i1": torch.special.i1,
+    "special_ndtri": lambda x: torch.special.ndtri(torch.sigmoid(x)),
+    "special_entr": lambda x: torch.special.entr(x.abs()),
+    "special_xlog1py": lambda x: torch.special.xlog1py(x, x.abs()),
+    "special_bessel_j0": torch.special.bessel_j0,
+    "nextafter": lambda x: torch.nextafter(x, x + 1),
+    "polygamma": lambda x: torch.polygamma(1, x.abs() + 1),
+    "igamma": lambda x: torch.igamma(x.abs() + 0.5, x.abs()),
+    "angle": torch.angle,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAGGED_POINTWISE))
+def test_ops_pytorch_tags_pointwise_fuse_and_match_the_cpu(name):
+    x = torch.randn(64, 256)
+    a = x.to("tpu")
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    def run(t):
+        return TAGGED_POINTWISE[name](t * 0.5 + 0.25) - 1.0
+    got = run(a).cpu()
+    torch.testing.assert_close(got, run(x), rtol=1e-5, atol=1e-6, equal_nan=True)
+    c = counters()
+    assert c["defer.ops_fused"] == c["defer.ops_recorded"] >= 4, c

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace torchtpu {
 
@@ -22,6 +23,24 @@ int device_count();
 // The simulated chip generation ("v5e", ...; TORCHTPU_CHIP) and its HBM capacity per device.
 std::string chip_name();
 int64_t hbm_capacity_bytes();
+
+// A TPU generation's figures, as the cost model uses them (docs/cost-model.md).
+struct Chip {
+  std::string name;        // "v5e"
+  int mxu_dim;             // systolic array side: 128 or 256
+  int mxus_per_core;       // MXUs per TensorCore
+  int tensor_cores;        // TensorCores per chip
+  double bf16_flops;       // peak bf16 FLOP/s per chip
+  double int8_ops;         // peak int8 (v7: fp8) OP/s per chip
+  int64_t hbm_bytes;       // HBM capacity per chip
+  double hbm_bytes_per_s;  // HBM bandwidth per chip
+  int64_t vmem_bytes;      // VMEM
+  int vpu_sublanes = 8;    // VPU: 8 sublanes x 128 lanes on every generation
+  int vpu_lanes = 128;
+  std::string source;      // where the figures come from
+};
+Chip chip();                    // the simulated generation
+std::vector<Chip> all_chips();  // every known generation, in order
 
 // Waits for all work queued on a device (-1: the current device); in fused eager, runs the
 // pending graph first.

@@ -1,0 +1,112 @@
+// The bindings' controls (api/Control.h) over the layers below.
+#include "api/Control.h"
+
+#include "aten/Fallback.h"
+#include "defer/Defer.h"
+#include "runtime/Allocator.h"
+#include "runtime/DeferredWork.h"
+#include "runtime/Device.h"
+#include "runtime/Generator.h"
+#include "runtime/HostWait.h"
+#include "runtime/Metrics.h"
+#include "runtime/Mode.h"
+#include "runtime/Stream.h"
+#include "sim/CostModel.h"
+#include "sim/Mxu.h"
+
+namespace torchtpu::api {
+
+void install_host_hooks(const HostHooks& hooks) {
+  defer::set_location_provider(hooks.location);
+  runtime::set_without_gil_hook(hooks.without_gil);
+  runtime::set_interrupt_hook(hooks.check_interrupt);
+  runtime::set_gil_held_hook(hooks.holds_gil);
+}
+
+const at::Generator& default_generator(int device) {
+  return runtime::default_generator(static_cast<c10::DeviceIndex>(device));
+}
+int current_device() { return runtime::current_device(); }
+void set_device(int device) {
+  if (device >= 0) runtime::set_device(static_cast<c10::DeviceIndex>(device));
+}
+int exchange_device(int device) {
+  if (device < 0) return -1;
+  return runtime::exchange_device(static_cast<c10::DeviceIndex>(device));
+}
+void empty_cache(int device) {
+  runtime::allocator().empty_cache(static_cast<c10::DeviceIndex>(device));
+}
+
+void sync_all() {
+  runtime::materialize_deferred_work(runtime::FlushReason::explicit_sync);
+  for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
+}
+bool interrupted_once() { return runtime::interrupted_once(); }
+size_t cancel_queued_work() { return runtime::cancel_all_queued_work(); }
+
+void set_check_nans(bool on) { runtime::set_check_nans(on); }
+bool check_nans() { return runtime::check_nans(); }
+
+int64_t pending_ops() { return defer::pending_ops(); }
+std::map<std::string, std::map<std::string, int64_t>> materializations() {
+  return defer::materializations();
+}
+void reset_materializations() { defer::reset_materializations(); }
+void set_dump_path(const std::string& path) { defer::set_dump_path(path); }
+std::string cached_plans_text() { return defer::cached_plans_text(); }
+void clear_plan_cache() { defer::clear_cache(); }
+void set_record_locations(bool on) { defer::set_record_locations(on); }
+bool record_locations() { return defer::record_locations(); }
+void set_max_pending_ops(int64_t n) { defer::set_max_pending_ops(n); }
+
+void set_precision_override(const std::optional<std::string>& name) {
+  sim::set_precision_override(name ? std::optional<sim::Precision>(sim::precision_from_name(*name))
+                                   : std::nullopt);
+}
+std::optional<std::string> precision_override() {
+  const auto p = sim::precision_override();
+  if (!p) return std::nullopt;
+  return std::string(sim::name(*p));
+}
+std::string current_precision() { return sim::name(sim::current_precision()); }
+
+double clock_hz() { return sim::cost_model().clock_hz(); }
+double launch_seconds() { return sim::cost_model().launch_seconds(); }
+
+std::map<std::string, int64_t> metrics(const std::string& category) {
+  using runtime::metrics::Category;
+  static const std::map<std::string, Category> categories = {
+      {"op", Category::op},
+      {"fallback", Category::fallback},
+      {"op_time", Category::op_time},
+      {"host_time", Category::host_time},
+      {"counter", Category::counter}};
+  const auto it = categories.find(category);
+  TORCH_CHECK(it != categories.end(), "unknown metrics category '", category,
+              "' (op, fallback, op_time, host_time or counter)");
+  return runtime::metrics::snapshot(it->second);
+}
+
+bool set_fallback_mode(const std::string& mode) {
+  if (mode == "warn") {
+    aten::set_fallback_mode(aten::FallbackMode::warn);
+  } else if (mode == "error") {
+    aten::set_fallback_mode(aten::FallbackMode::error);
+  } else if (mode == "silent") {
+    aten::set_fallback_mode(aten::FallbackMode::silent);
+  } else {
+    return false;
+  }
+  return true;
+}
+std::string fallback_mode() {
+  switch (aten::fallback_mode()) {
+    case aten::FallbackMode::warn: return "warn";
+    case aten::FallbackMode::error: return "error";
+    case aten::FallbackMode::silent: return "silent";
+  }
+  return "warn";
+}
+
+}  // namespace torchtpu::api

@@ -1,0 +1,69 @@
+#pragma once
+// What a host language's bindings control beyond the public C++ API (torchtpu/torchtpu.h): the
+// hooks of an interpreter, devices, eager-mode switches, DeferAndFuse's controls, MXU precision,
+// the cost model's clock, metrics by category and the fallback mode. The Python bindings
+// (python/Module.cpp) reach the library only through these two headers, so the layers below the
+// api layer stay free to change (docs/design.md, "Layers").
+#include <ATen/core/Generator.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace torchtpu::api {
+
+// Hooks an interpreter installs (runtime/HostWait.h, defer/Defer.h).
+struct HostHooks {
+  std::string (*location)() = nullptr;  // the user's source line, for recorded ops
+  void (*without_gil)(void (*fn)(void*), void* context) = nullptr;  // rule 1 of host waits
+  void (*check_interrupt)() = nullptr;  // rule 2: raises a pending interrupt
+  bool (*holds_gil)() = nullptr;
+};
+void install_host_hooks(const HostHooks& hooks);
+
+// Devices.
+const at::Generator& default_generator(int device);
+int current_device();
+void set_device(int device);           // (negative: ignored)
+int exchange_device(int device);       // the previous device (negative: ignored, returns -1)
+void empty_cache(int device);
+
+// Waits: every recorded op runs and every device's queues drain.
+void sync_all();
+bool interrupted_once();
+size_t cancel_queued_work();           // after an interrupt, at exit: drops queued work
+
+// NaN / Inf checks of results (TORCHTPU_CHECK_NANS).
+void set_check_nans(bool on);
+bool check_nans();
+
+// DeferAndFuse (docs/eager-modes.md).
+int64_t pending_ops();
+std::map<std::string, std::map<std::string, int64_t>> materializations();
+void reset_materializations();
+void set_dump_path(const std::string& path);
+std::string cached_plans_text();
+void clear_plan_cache();
+void set_record_locations(bool on);
+bool record_locations();
+void set_max_pending_ops(int64_t n);
+
+// float32 matmul precision on the MXU, by torch's names ("highest", "high", "medium").
+void set_precision_override(const std::optional<std::string>& name);
+std::optional<std::string> precision_override();
+std::string current_precision();
+
+// The cost model of the current chip.
+double clock_hz();
+double launch_seconds();
+
+// Metrics by category: "op", "fallback", "op_time", "host_time" or "counter".
+std::map<std::string, int64_t> metrics(const std::string& category);
+
+// The CPU fallback's mode: "warn", "error" or "silent". false: not a mode name.
+bool set_fallback_mode(const std::string& mode);
+std::string fallback_mode();
+
+}  // namespace torchtpu::api
