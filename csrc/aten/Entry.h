@@ -12,6 +12,7 @@
 #include <ATen/core/stack.h>
 #include <torch/library.h>
 
+#include "aten/OpTraits.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 
@@ -39,8 +40,9 @@ enum class Capture {
 };
 
 // Returns true when it handled the op (the results are on the stack); false to run the kernel.
+// `traits`: the op's (OpTraits.h), found once per kernel.
 using EntryHook = bool (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                           Capture capture);
+                           Capture capture, const OpTraits& traits);
 void set_entry_hook(EntryHook hook);
 EntryHook entry_hook();
 
@@ -63,7 +65,9 @@ class EntryKernel final : public c10::OperatorKernel {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
     const runtime::OpModeScope mode;
     if (!inside_kernel()) {
-      if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_)) return;
+      if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_, traits(op))) {
+        return;
+      }
     }
     // Every op a torchtpu kernel runs is counted here, once, under its schema name (the CPU
     // fallback counts its ops as fallbacks).
@@ -82,9 +86,19 @@ class EntryKernel final : public c10::OperatorKernel {
     slot->fetch_add(1, std::memory_order_relaxed);
   }
 
+  const OpTraits& traits(const c10::OperatorHandle& op) {
+    const OpTraits* t = traits_.load(std::memory_order_acquire);
+    if (t == nullptr) {
+      t = &op_traits(op.schema().name());
+      traits_.store(t, std::memory_order_release);
+    }
+    return *t;
+  }
+
   c10::KernelFunction kernel_;
   Capture capture_;
   std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
+  std::atomic<const OpTraits*> traits_{nullptr};      // this op's traits, found once
 };
 
 // m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments))

@@ -185,10 +185,6 @@ at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
 // ---------------------------------------------------------------------------------------------
 // Op classification
 
-// Element-wise ops: each output element depends only on the input elements at the same
-// (broadcast) position (OpTraits: PyTorch's pointwise tag, with torchtpu's overrides).
-bool elementwise(std::string_view name) { return aten::op_traits(name).pointwise; }
-
 // Broadcastable to `shape` (right-aligned, each dimension equal or 1).
 bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
   if (sizes.size() > shape.size()) return false;
@@ -201,8 +197,9 @@ bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
 
 // Matmuls are recorded when their operands share an MXU dtype: other dtypes are fallbacks or
 // errors, which must happen at the op (as in strict eager), not when the graph runs.
-bool mxu_recordable(const std::string& name, c10::ArrayRef<c10::IValue> args) {
-  if (aten::op_traits(name).unit != aten::OpUnit::mxu) return true;
+bool mxu_recordable(const std::string& name, const aten::OpTraits& traits,
+                    c10::ArrayRef<c10::IValue> args) {
+  if (traits.unit != aten::OpUnit::mxu) return true;
   std::optional<c10::ScalarType> dtype;
   bool ok = true;
   for (const c10::IValue& v : args) {
@@ -424,13 +421,14 @@ void adopt_producer_shape(Node& node, const std::unordered_map<uint64_t, Dims>& 
 
 // Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
 void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
-            const std::string& name, c10::Device device, std::vector<at::Tensor> new_results,
-            std::string location) {
+            const std::string& name, const aten::OpTraits& traits, c10::Device device,
+            std::vector<at::Tensor> new_results, std::string location) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
   Node node(op);
   node.name = name;
+  node.traits = &traits;
   node.capture = capture;
   node.device = device;
   // The op runs on the stream it was recorded on, whichever thread flushes the graph.
@@ -453,7 +451,6 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   });
 
   // What the op writes.
-  const aten::OpTraits& traits = aten::op_traits(name);
   std::vector<c10::IValue> returned;
   if (capture == Capture::copy) {
     node.operands[1].written = true;  // _copy_from(self, dst)
@@ -572,9 +569,9 @@ at::Tensor elementwise_result_meta(const std::vector<at::Tensor>& inputs, c10::S
   return meta_out;
 }
 
-void size_elementwise_out(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args,
-                          c10::Device device) {
-  if (!elementwise(schema.operator_name().name)) return;
+void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTraits& traits,
+                          c10::ArrayRef<c10::IValue> args, c10::Device device) {
+  if (!traits.pointwise) return;
   int out_index = -1;
   std::vector<int64_t> shape;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -875,7 +872,7 @@ struct Decision {
 };
 
 Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
-                const std::string& name) {
+                const std::string& name, const aten::OpTraits& traits) {
   Decision d;
   switch (capture) {
     case Capture::host_read: d.run_now = FlushReason::host_read; return d;
@@ -904,7 +901,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   }
   d.device = *device;
   if (capture == Capture::results_are_arguments) {
-    size_elementwise_out(schema, args, *device);  // (an empty out= of an element-wise op)
+    size_elementwise_out(schema, traits, args, *device);  // (an empty out= of an element-wise op)
     for (size_t i = 0; i < num_args; ++i) {
       if (!schema.arguments()[i].is_out()) continue;
       if (!args[i].isTensor() || args[i].toTensor().numel() == 0) {
@@ -913,12 +910,11 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
       }
     }
   }
-  if (!mxu_recordable(name, args)) {
+  if (!mxu_recordable(name, traits, args)) {
     d.run_now = FlushReason::matmul_at_once;
     return d;
   }
   if (capture != Capture::new_results) return d;
-  const aten::OpTraits& traits = aten::op_traits(name);
   if (traits.sizing == aten::Sizing::like_input) {
     // (relu) The result is laid out as TensorIterator lays it out (like the input when dense),
     // in its dtype: no meta call.
@@ -949,7 +945,8 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   return d;
 }
 
-bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture) {
+bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
+              const aten::OpTraits& traits) {
   State& s = state();
   if (runtime::eager_mode() != runtime::EagerMode::fused) {
     // (Recorded work of another thread or before a switch runs before any op of another mode.)
@@ -962,7 +959,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
     return true;
   }
-  Decision d = decide(op, stack, capture, name);
+  Decision d = decide(op, stack, capture, name, traits);
   if (d.run_now) {
     prepare_to_run(s, op, stack, *d.run_now, name);
     return false;
@@ -974,7 +971,8 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   if (new_bytes > 0 && memory_pressure(d.device, new_bytes)) return false;  // runs now
   std::string location = record_locations() ? current_location() : std::string();
   auto lock = runtime::lock_without_gil(s.mutex);
-  record(s, op, stack, capture, name, d.device, std::move(d.new_results), std::move(location));
+  record(s, op, stack, capture, name, traits, d.device, std::move(d.new_results),
+         std::move(location));
   return true;
 }
 

@@ -703,7 +703,7 @@ class Executor {
         f.results.push_back(
             source_of(n.results[j], keys_.results[i][j], region.shape, fused));
       }
-      const aten::OpTraits& traits = aten::op_traits(n.name);
+      const aten::OpTraits& traits = traits_of(n);
       if (traits.fn == aten::PointwiseFn::relu && n.capture == aten::Capture::new_results &&
           f.results.size() == 1) {
         // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place

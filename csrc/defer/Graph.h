@@ -73,8 +73,13 @@ struct Node {
   Dims shape;
   std::string location;            // Python location, when recorded
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded
+  const aten::OpTraits* traits = nullptr;  // the op's, when recorded (else found by name)
   explicit Node(const c10::OperatorHandle& h) : op(h) {}
 };
+
+inline const aten::OpTraits& traits_of(const Node& n) {
+  return n.traits != nullptr ? *n.traits : aten::op_traits(n.name);
+}
 
 // Calls f(at::Tensor&) for every tensor slot of `args` (tensors, tensor lists, optional tensor
 // lists), in order, letting f replace the tensor.

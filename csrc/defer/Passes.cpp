@@ -80,7 +80,7 @@ bool alive(const PendingStorage& p) {
 
 bool is_convolution(const Node& n) {
   return n.capture == aten::Capture::new_results &&
-         aten::op_traits(n.name).role == aten::FusionRole::matmul_leader && n.results.size() == 1 &&
+         traits_of(n).role == aten::FusionRole::matmul_leader && n.results.size() == 1 &&
          n.results[0].defined();
 }
 
@@ -89,7 +89,7 @@ bool is_convolution(const Node& n) {
 bool matmul_prologue(const Node& n) {
   if (is_convolution(n)) return true;
   if (n.capture != aten::Capture::results_are_arguments ||
-      aten::op_traits(n.name).role != aten::FusionRole::matmul_leader) {
+      traits_of(n).role != aten::FusionRole::matmul_leader) {
     return false;
   }
   int written = 0;
@@ -101,7 +101,7 @@ bool matmul_prologue(const Node& n) {
 // writes one (its out= form).
 bool reduction_epilogue(const Node& n) {
   if (n.capture != aten::Capture::results_are_arguments ||
-      aten::op_traits(n.name).role != aten::FusionRole::reduction_epilogue) {
+      traits_of(n).role != aten::FusionRole::reduction_epilogue) {
     return false;
   }
   int inputs = 0, written = 0;
