@@ -62,6 +62,10 @@ setup(
     python_requires=">=3.10",
     install_requires=["torch==2.13.0", "numpy"],
     package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*"]},
-    entry_points={"torch.backends": ["torchtpu = torchtpu:_autoload"]},
+    entry_points={
+        "torch.backends": ["torchtpu = torchtpu:_autoload"],
+        # torch.compile(backend="tpu"), found by Dynamo when it first looks a backend up
+        "torch_dynamo_backends": ["tpu = torchtpu._dynamo_backend:tpu_backend"],
+    },
     zip_safe=False,
 )

@@ -5,10 +5,13 @@
 - ``counters()``: other events (bytes transferred per direction, out-of-memory errors, ...);
 - ``estimate()``: what the launches so far would take on the simulated chip (cost model);
 - ``op_times()``: estimated device seconds per op;
+- ``compiled()``: ``torch.compile(backend="tpu")``: graphs, graph breaks, recompilations;
 - ``report()``: all of it, with the memory figures of each device, as text;
 - ``reset()``: zero every counter.
 """
 from __future__ import annotations
+
+import sys
 
 import torch
 
@@ -77,6 +80,29 @@ def materializations() -> dict[str, dict[str, int]]:
     return _C.defer_materializations()
 
 
+def compiled() -> dict:
+    """``torch.compile(backend="tpu")`` so far: Dynamo graphs handed to the backend, the ATen
+    graphs compiled from them by kind (forward, backward, inference), their ATen ops, the compile
+    time, and, from Dynamo's own records (every backend's, since the process started or
+    ``torch._dynamo.reset()``), graph breaks by reason and recompilations with their reasons."""
+    c = counters()
+    out = {
+        "dynamo_graphs": c.get("compile.dynamo_graphs", 0),
+        "graphs": {k: c.get(f"compile.graphs_{k}", 0) for k in ("forward", "backward", "inference")},
+        "graph_ops": c.get("compile.graph_ops", 0),
+        "compile_s": c.get("compile.time_ns", 0) * 1e-9,
+        "graph_breaks": {},
+        "recompilations": [],
+    }
+    if "torch._dynamo" in sys.modules:  # (nothing was compiled otherwise)
+        from torch._dynamo.utils import counters as dynamo_counters, get_compilation_metrics
+
+        out["graph_breaks"] = dict(dynamo_counters["graph_break"])
+        out["recompilations"] = [m.recompile_reason for m in get_compilation_metrics()
+                                 if m.recompile_reason]
+    return out
+
+
 def reset() -> None:
     _C.metrics_reset()
     _C.defer_reset_materializations()
@@ -134,6 +160,20 @@ def report(limit: int | None = 20) -> str:
     lines += _table("native ops", native_ops(), limit)
     lines += _table("CPU fallbacks", fallbacks(), limit)
     lines += _fused_eager_lines(limit)
+    comp = compiled()
+    if comp["dynamo_graphs"]:
+        g = comp["graphs"]
+        lines.append(
+            f"torch.compile(backend='tpu'): {comp['dynamo_graphs']} Dynamo graphs -> "
+            f"{g['forward']} forward, {g['backward']} backward, {g['inference']} inference graphs "
+            f"({comp['graph_ops']} ATen ops, compiled in {comp['compile_s']:.3f} s); "
+            f"{sum(comp['graph_breaks'].values())} graph breaks, "
+            f"{len(comp['recompilations'])} recompilations"
+        )
+        for reason, n in sorted(comp["graph_breaks"].items(), key=lambda kv: -kv[1])[:limit]:
+            lines.append(f"  graph break x{n}: {reason}")
+        for reason in comp["recompilations"][:limit]:
+            lines.append(f"  recompiled: {reason}")
     est = estimate()
     if est["launches"]:
         lines.append(

@@ -88,6 +88,8 @@ std::map<std::string, int64_t> metrics(const std::string& category) {
   return runtime::metrics::snapshot(it->second);
 }
 
+void count(const std::string& name, int64_t delta) { runtime::metrics::count(name, delta); }
+
 bool set_fallback_mode(const std::string& mode) {
   if (mode == "warn") {
     aten::set_fallback_mode(aten::FallbackMode::warn);

@@ -61,6 +61,9 @@ double launch_seconds();
 
 // Metrics by category: "op", "fallback", "op_time", "host_time" or "counter".
 std::map<std::string, int64_t> metrics(const std::string& category);
+// Adds to a counter of the "counter" category (events counted above the C++ layers: compiled
+// graphs, ...).
+void count(const std::string& name, int64_t delta);
 
 // The CPU fallback's mode: "warn", "error" or "silent". false: not a mode name.
 bool set_fallback_mode(const std::string& mode);

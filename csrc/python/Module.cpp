@@ -177,6 +177,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("metrics_snapshot", [](const std::string& category) { return api::metrics(category); });
   m.def("metrics_reset", [] { reset_metrics(); });
+  m.def("metrics_count", [](const std::string& name, int64_t delta) { api::count(name, delta); });
 
   m.def("set_fallback_mode", [](const std::string& mode) {
     if (!api::set_fallback_mode(mode)) {

@@ -1,0 +1,133 @@
+"""torch.compile(backend="tpu") (torchtpu/_dynamo_backend.py): the backend is found by name, and
+compiled training steps, inference, dynamic shapes, graph breaks, recompilations, input mutations
+and a Hugging Face static-cache generate() give the CPU's results, with what was compiled
+counted in torchtpu.metrics.compiled()."""
+import pytest
+import torch
+import torch.nn as nn
+import torchtpu
+
+dynamo = pytest.importorskip("torch._dynamo")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()
+    torchtpu.metrics.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def compiled():
+    return torchtpu.metrics.compiled()
+
+
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8))
+
+
+def test_the_backend_is_found_by_name():
+    assert "tpu" in torch._dynamo.list_backends()
+    f = torch.compile(lambda x: torch.sin(x) * 2 + 1, backend="tpu")
+    x = torch.randn(16)
+    torch.testing.assert_close(f(x.to("tpu")).cpu(), torch.sin(x) * 2 + 1)
+    c = compiled()
+    assert c["dynamo_graphs"] == 1 and c["graphs"]["inference"] == 1 and c["graph_ops"] >= 3, c
+
+
+def test_a_compiled_training_step_matches_the_cpu():
+    cpu_model, tpu_model = mlp(), mlp().to("tpu")
+    cpu_opt = torch.optim.AdamW(cpu_model.parameters(), lr=1e-2)
+    tpu_opt = torch.optim.AdamW(tpu_model.parameters(), lr=1e-2)
+    step_model = torch.compile(tpu_model, backend="tpu")
+    torch.manual_seed(1)
+    for _ in range(3):
+        x, y = torch.randn(16, 32), torch.randint(0, 8, (16,))
+        cpu_loss = nn.functional.cross_entropy(cpu_model(x), y)
+        cpu_loss.backward()
+        cpu_opt.step()
+        cpu_opt.zero_grad()
+        tpu_loss = nn.functional.cross_entropy(step_model(x.to("tpu")), y.to("tpu"))
+        tpu_loss.backward()
+        tpu_opt.step()
+        tpu_opt.zero_grad()
+        torch.testing.assert_close(tpu_loss.cpu(), cpu_loss, rtol=1e-4, atol=1e-4)
+    for a, b in zip(cpu_model.parameters(), tpu_model.parameters()):
+        torch.testing.assert_close(b.detach().cpu(), a.detach(), rtol=1e-3, atol=1e-4)
+    c = compiled()
+    assert c["graphs"]["forward"] == 1 and c["graphs"]["backward"] == 1, c  # (one shape: no recompile)
+
+
+def test_no_grad_compiles_an_inference_graph():
+    model = mlp()
+    x = torch.randn(4, 32)
+    f = torch.compile(model.to("tpu"), backend="tpu")
+    with torch.no_grad():
+        got = f(x.to("tpu")).cpu()
+    torch.testing.assert_close(got, model.cpu()(x), rtol=1e-4, atol=1e-4)
+    assert compiled()["graphs"] == {"forward": 0, "backward": 0, "inference": 1}
+
+
+def test_dynamic_shapes_reuse_the_graph_across_lengths():
+    f = torch.compile(lambda x: (x * x).sum(-1).softmax(-1), backend="tpu", dynamic=True)
+    for n in range(3, 11):
+        x = torch.randn(2, n, 5)
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), (x * x).sum(-1).softmax(-1))
+    assert compiled()["dynamo_graphs"] == 1
+
+
+def test_graph_breaks_and_recompilations_are_counted_with_their_reasons():
+    def f(x):
+        y = x.relu() + 1
+        torch._dynamo.graph_break()
+        return y * 2
+
+    g = torch.compile(f, backend="tpu", dynamic=False)
+    for n in (4, 6):
+        x = torch.randn(n)
+        torch.testing.assert_close(g(x.to("tpu")).cpu(), f(x))
+    c = compiled()
+    assert sum(c["graph_breaks"].values()) >= 1, c
+    assert c["recompilations"] and any("size mismatch" in r for r in c["recompilations"]), c
+    assert "graph breaks" in torchtpu.metrics.report()
+
+
+def test_an_input_mutated_in_the_graph_is_written_back():
+    def update(cache, pos, value):
+        cache.index_copy_(0, pos, value)
+        return cache.sum()
+
+    cpu_cache = torch.zeros(8, 4)
+    tpu_cache = cpu_cache.to("tpu")
+    g = torch.compile(update, backend="tpu")
+    for i in range(3):
+        v = torch.randn(1, 4)
+        expect = update(cpu_cache, torch.tensor([i]), v)
+        got = g(tpu_cache, torch.tensor([i], device="tpu"), v.to("tpu"))
+        torch.testing.assert_close(got.cpu(), expect)
+    torch.testing.assert_close(tpu_cache.cpu(), cpu_cache)
+
+
+def test_a_compiled_graph_in_fused_eager_is_recorded_and_fused():
+    x = torch.randn(64, 64)
+    f = torch.compile(lambda t: ((t * 2 + 1).relu().sin() * t).sum(0), backend="tpu")
+    with torchtpu.eager_mode("fused"):
+        got = f(x.to("tpu")).cpu()
+    torch.testing.assert_close(got, ((x * 2 + 1).relu().sin() * x).sum(0), rtol=1e-5, atol=1e-5)
+    assert torchtpu.metrics.counters().get("defer.ops_fused", 0) >= 4
+
+
+def test_hugging_face_static_cache_generate_compiles_with_backend_tpu_and_gives_the_cpu_tokens():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                                      num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 128, (1, 6))
+    kwargs = dict(max_new_tokens=6, do_sample=False, cache_implementation="static")
+    expect = model.generate(ids, disable_compile=True, **kwargs)
+    got = model.to("tpu").generate(ids.to("tpu"), **kwargs)  # transformers compiles: backend "tpu"
+    assert torch.equal(got.cpu(), expect)
+    assert compiled()["dynamo_graphs"] >= 1
