@@ -82,8 +82,9 @@ def materializations() -> dict[str, dict[str, int]]:
 
 def compiled() -> dict:
     """``torch.compile(backend="tpu")`` so far: Dynamo graphs handed to the backend, the ATen
-    graphs compiled from them by kind (forward, backward, inference), their ATen ops, the compile
-    time, and, from Dynamo's own records (every backend's, since the process started or
+    graphs compiled from them by kind (forward, backward, inference), their ATen ops, the time
+    spent in the backend (AOTAutograd's tracing and the graph compilers; Dynamo's own tracing
+    is in ``torch._dynamo.utils.compile_times()``), and, from Dynamo's own records (every backend's, since the process started or
     ``torch._dynamo.reset()``), graph breaks by reason and recompilations with their reasons."""
     c = counters()
     out = {

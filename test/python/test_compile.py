@@ -131,3 +131,38 @@ def test_hugging_face_static_cache_generate_compiles_with_backend_tpu_and_gives_
     got = model.to("tpu").generate(ids.to("tpu"), **kwargs)  # transformers compiles: backend "tpu"
     assert torch.equal(got.cpu(), expect)
     assert compiled()["dynamo_graphs"] >= 1
+
+
+def test_autocast_and_a_capturable_optimizer_inside_compiled_graphs_match_the_cpu():
+    torch.manual_seed(0)
+    cpu_model = nn.Linear(16, 4)
+    tpu_model = nn.Linear(16, 4).to("tpu")
+    tpu_model.load_state_dict(cpu_model.state_dict())
+    cpu_opt = torch.optim.AdamW(cpu_model.parameters(), lr=1e-2)
+    tpu_opt = torch.optim.AdamW(tpu_model.parameters(), lr=1e-2, capturable=True)
+
+    def loss_of(model, x, device):
+        with torch.autocast(device, dtype=torch.bfloat16):
+            return model(x).float().pow(2).mean()
+
+    tpu_loss_of = torch.compile(lambda x: loss_of(tpu_model, x, "tpu"), backend="tpu")
+    tpu_step = torch.compile(tpu_opt.step, backend="tpu")
+    for _ in range(3):
+        x = torch.randn(8, 16)
+        cpu_loss = loss_of(cpu_model, x, "cpu")
+        cpu_loss.backward()
+        cpu_opt.step()
+        cpu_opt.zero_grad()
+        tpu_loss = tpu_loss_of(x.to("tpu"))
+        tpu_loss.backward()
+        tpu_step()
+        tpu_opt.zero_grad()
+        # bfloat16 products: the MXU rounds its bf16 products as a TPU does, the CPU's bf16 GEMM
+        # otherwise, so the losses agree to bfloat16's precision (8 bits), not float32's.
+        torch.testing.assert_close(tpu_loss.cpu(), cpu_loss, rtol=1e-2, atol=1e-3)
+    for a, b in zip(cpu_model.parameters(), tpu_model.parameters()):
+        torch.testing.assert_close(b.detach().cpu(), a.detach(), rtol=1e-2, atol=1e-3)
+    c = compiled()
+    assert c["graphs"]["forward"] >= 1 and c["graphs"]["backward"] >= 1, c
+    assert c["graphs"]["inference"] >= 1, c  # the optimizer step (no output needs gradients)
+    assert c["compile_s"] > 0
