@@ -135,12 +135,21 @@ namespace {
 
 using runtime::metrics::count;
 
-// Charges a launch that writes `t` (and reads `reads` more bytes) to the cost model, at the
-// op's VPU units (OpTraits).
-void charge_vector(const char* op, const at::Tensor& t, double reads = 0) {
+// The names the own kernels charge their launches under.
+constexpr char kCopyFrom[] = "aten::_copy_from";
+constexpr char kFill[] = "aten::fill_";
+constexpr char kHistc[] = "aten::histc";
+constexpr char kRandom[] = "aten::random";
+constexpr char kZero[] = "aten::zero_";
+
+// Charges a launch of `op` that writes `t` (and reads `reads` more bytes) to the cost model, at
+// the op's VPU units (OpTraits, found once per op: a static of the template).
+template <const char* op>
+void charge_vector(const at::Tensor& t, double reads = 0) {
+  static const double units = op_traits(op).vpu_units;
   const double bytes =
       sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size())) + reads;
-  sim::record(op, sim::cost_model().vector(t.numel(), op_traits(op).vpu_units, bytes));
+  sim::record(op, sim::cost_model().vector(t.numel(), units, bytes));
 }
 
 void check_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
@@ -212,7 +221,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   if (src_tpu && dst_tpu && self.device() == dst.device()) {
     // A copy or cast on the device: one VPU pass, in stream order.
-    charge_vector("aten::_copy_from", dst,
+    charge_vector<kCopyFrom>(dst,
                   sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
     // Host aliases are made now: the work must see the shapes of issue time, as a kernel
     // launch captures its arguments (the tensors themselves keep the memory alive).
@@ -321,7 +330,7 @@ void check_scalar_operand(const at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
-  charge_vector("aten::fill_", self);
+  charge_vector<kFill>(self);
   launch(self.device(), "aten::fill_",
          [self, alias = host_alias(self), value]() mutable { alias.fill_(value); }, {self});
   return self;
@@ -329,7 +338,7 @@ at::Tensor& fill_scalar_(at::Tensor& self, const c10::Scalar& value) {
 
 at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
   check_scalar_operand(self, value);
-  charge_vector("aten::fill_", self);
+  charge_vector<kFill>(self);
   const at::Tensor v = value.is_cpu() ? value.clone() : value;  // a CPU scalar by value
   launch(self.device(), "aten::fill_",
          [self, alias = host_alias(self), v, v_alias = v.is_cpu() ? v : host_alias(v)]() mutable {
@@ -340,7 +349,7 @@ at::Tensor& fill_tensor_(at::Tensor& self, const at::Tensor& value) {
 }
 
 at::Tensor& zero_(at::Tensor& self) {
-  charge_vector("aten::zero_", self);
+  charge_vector<kZero>(self);
   launch(self.device(), "aten::zero_",
          [self, alias = host_alias(self)]() mutable { alias.zero_(); }, {self});
   return self;
@@ -364,7 +373,7 @@ at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& ge
   auto alias = host_alias(self);
   fill(alias, host);
   impl->assign_from_host(host);
-  charge_vector("aten::random", self);
+  charge_vector<kRandom>(self);
   return self;
 }
 
@@ -457,7 +466,7 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const c10::Scalar& min,
   const at::Tensor h = host_alias(self);
   at::Tensor result = at::histc(integral ? h.to(at::kFloat) : h, bins, min, max);
   if (integral) result = result.to(self.scalar_type());
-  charge_vector("aten::histc", self);
+  charge_vector<kHistc>(self);
   return on_device(result, self.device());
 }
 

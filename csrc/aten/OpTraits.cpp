@@ -31,6 +31,7 @@ enum Fact : uint32_t {
   writes_only = 1 << 8,         // writes_without_reading
   divides_integers = 1 << 9,    // divides_integers
   cpu_indices = 1 << 10,        // takes_cpu_indices
+  integer = 1 << 11,            // integer_operands
 };
 
 using Fn = PointwiseFn;
@@ -205,7 +206,7 @@ constexpr Row kTable[] = {
     // ---- the MXU (Matmul.cpp) ----
     {"mm", mxu | matmul_leader}, {"bmm", mxu | matmul_leader}, {"addmm", mxu | matmul_leader},
     {"baddbmm", mxu | matmul_leader}, {"addmv", mxu}, {"dot", mxu}, {"vdot", mxu},
-    {"_int_mm", mxu}, {"convolution_overrideable", mxu | matmul_leader},
+    {"_int_mm", mxu | integer}, {"convolution_overrideable", mxu | matmul_leader},
     {"convolution_backward_overrideable", mxu},
     // ---- advanced indexing without checks: CPU index tensors allowed, as on CUDA (Fallback.cpp) ----
     {"_unsafe_index", cpu_indices}, {"_unsafe_index_put", cpu_indices},
@@ -304,6 +305,7 @@ Registry build() {
     t.writes_without_reading = (row.facts & writes_only) != 0;
     t.divides_integers = (row.facts & divides_integers) != 0;
     t.takes_cpu_indices = (row.facts & cpu_indices) != 0;
+    t.integer_operands = (row.facts & integer) != 0;
     t.vpu_units = row.units;
     if (row.fn != Fn::none) t.fn = row.fn;
   }

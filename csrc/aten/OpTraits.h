@@ -64,6 +64,7 @@ struct OpTraits {
   bool writes_without_reading = false;  // fill_, zero_: the written operand is not read
   bool divides_integers = false;    // raises on an integer division by zero (checks values)
   bool takes_cpu_indices = false;   // CPU index tensors in a list are allowed (advanced indexing)
+  bool integer_operands = false;    // an MXU op on int8 operands (int32 results), not floating point
 };
 
 // The traits of an op, by any spelling of its name ("aten::gelu.out", "gelu_", "gelu").

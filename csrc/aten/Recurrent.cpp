@@ -23,10 +23,19 @@ at::Tensor host_or_undefined(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? host_alias(*t) : at::Tensor();
 }
 
-void charge(const char* op, const at::Tensor& biggest) {
+// The names the cells charge their launches under.
+constexpr char kGru[] = "aten::_thnn_fused_gru_cell";
+constexpr char kGruBackward[] = "aten::_thnn_fused_gru_cell_backward";
+constexpr char kLstm[] = "aten::_thnn_fused_lstm_cell";
+constexpr char kLstmBackward[] = "aten::_thnn_fused_lstm_cell_backward";
+
+// At the op's VPU units (OpTraits, found once per op: a static of the template).
+template <const char* op>
+void charge(const at::Tensor& biggest) {
+  static const double units = op_traits(op).vpu_units;
   const double bytes =
       4 * sim::CostModel::padded_bytes(biggest.sizes(), static_cast<int>(biggest.element_size()));
-  sim::record(op, sim::cost_model().vector(biggest.numel(), op_traits(op).vpu_units, bytes));
+  sim::record(op, sim::cost_model().vector(biggest.numel(), units, bytes));
 }
 
 std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
@@ -46,7 +55,7 @@ std::tuple<at::Tensor, at::Tensor> gru_cell(const at::Tensor& input_gates,
   const at::Tensor n = at::tanh(i[2] + r * h[2]);
   const at::Tensor hy = n + z * (hx_h - n);
   const at::Tensor workspace = at::cat({r, z, n, hx_h, h[2]}, 1);
-  charge("aten::_thnn_fused_gru_cell", workspace);
+  charge<kGru>(workspace);
   return {on_device(hy, hx.device()), on_device(workspace, hx.device())};
 }
 
@@ -68,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_
     grad_input_bias = grad_input_gates.sum(0);
     grad_hidden_bias = grad_hidden_gates.sum(0);
   }
-  charge("aten::_thnn_fused_gru_cell_backward", workspace);
+  charge<kGruBackward>(workspace);
   const auto d = grad_hy.device();
   return {on_device(grad_input_gates, d), on_device(grad_hidden_gates, d), on_device(grad_hx, d),
           on_device(grad_input_bias, d), on_device(grad_hidden_bias, d)};
@@ -89,7 +98,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell(
   const at::Tensor cy = f * host_alias(cx) + i * g;
   const at::Tensor hy = o * at::tanh(cy);
   const at::Tensor workspace = at::cat({i, f, g, o}, 1);
-  charge("aten::_thnn_fused_lstm_cell", workspace);
+  charge<kLstm>(workspace);
   const auto d = cx.device();
   return {on_device(hy, d), on_device(cy, d), on_device(workspace, d)};
 }
@@ -115,7 +124,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward(
                                         1);
   const at::Tensor grad_cx = d_c * f;
   const at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
-  charge("aten::_thnn_fused_lstm_cell_backward", workspace);
+  charge<kLstmBackward>(workspace);
   const auto d = cx.device();
   return {on_device(grad_gates, d), on_device(grad_cx, d), on_device(grad_bias, d)};
 }

@@ -197,8 +197,7 @@ bool broadcasts_to(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
 
 // Matmuls are recorded when their operands share an MXU dtype: other dtypes are fallbacks or
 // errors, which must happen at the op (as in strict eager), not when the graph runs.
-bool mxu_recordable(const std::string& name, const aten::OpTraits& traits,
-                    c10::ArrayRef<c10::IValue> args) {
+bool mxu_recordable(const aten::OpTraits& traits, c10::ArrayRef<c10::IValue> args) {
   if (traits.unit != aten::OpUnit::mxu) return true;
   std::optional<c10::ScalarType> dtype;
   bool ok = true;
@@ -210,7 +209,7 @@ bool mxu_recordable(const std::string& name, const aten::OpTraits& traits,
     dtype = t.scalar_type();
   }
   if (!ok || !dtype) return false;
-  if (aten::op_key(name) == "_int_mm") return *dtype == c10::kChar || *dtype == c10::kInt;
+  if (traits.integer_operands) return *dtype == c10::kChar || *dtype == c10::kInt;
   return *dtype == c10::kFloat || *dtype == c10::kBFloat16 || *dtype == c10::kHalf;
 }
 
@@ -910,7 +909,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
       }
     }
   }
-  if (!mxu_recordable(name, traits, args)) {
+  if (!mxu_recordable(traits, args)) {
     d.run_now = FlushReason::matmul_at_once;
     return d;
   }

@@ -102,6 +102,7 @@ struct FusedOp {
   std::vector<Source> operands;
   std::vector<Source> results;
   bool copy = false;
+  aten::PointwiseFn fn = aten::PointwiseFn::none;  // of the op run (OpTraits)
   // Set when the op runs in the register-level loop (FusedLoop.h): its instruction, whose
   // operands are the operand indices here (b = -1 for a unary op).
   std::optional<loop::Instr> simple;
@@ -151,10 +152,9 @@ std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef s
   const auto& o = f.operands;
   // The ".out" overloads: operands are (inputs..., out). (By the op run, not the op recorded:
   // relu runs as clamp_min.out.)
-  const c10::FunctionSchema& schema = f.op.schema();
-  if (schema.overload_name() != "out") return std::nullopt;
+  if (f.op.schema().overload_name() != "out") return std::nullopt;
   using Fn = aten::PointwiseFn;
-  const Fn fn = aten::op_traits(schema.name()).fn;
+  const Fn fn = f.fn;
   switch (fn) {
     case Fn::add:
     case Fn::sub: {
@@ -704,6 +704,7 @@ class Executor {
             source_of(n.results[j], keys_.results[i][j], region.shape, fused));
       }
       const aten::OpTraits& traits = traits_of(n);
+      f.fn = traits.fn;
       if (traits.fn == aten::PointwiseFn::relu && n.capture == aten::Capture::new_results &&
           f.results.size() == 1) {
         // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
@@ -714,6 +715,7 @@ class Executor {
         f.args = {at::Tensor(), c10::Scalar(0), at::Tensor()};
         f.operands.push_back(f.results[0]);
         f.results.clear();
+        f.fn = aten::PointwiseFn::clamp_min;
       }
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).

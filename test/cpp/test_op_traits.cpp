@@ -95,6 +95,8 @@ TEST(OpTraits, FactsTheLayersRelyOn) {
   EXPECT_EQ(op_traits("aten::gelu").unit, OpUnit::vpu);
   EXPECT_EQ(op_traits("aten::mm.out").unit, OpUnit::mxu);
   EXPECT_EQ(op_traits("aten::_int_mm").unit, OpUnit::mxu);
+  EXPECT_TRUE(op_traits("aten::_int_mm").integer_operands);
+  EXPECT_FALSE(op_traits("aten::mm").integer_operands);
   EXPECT_EQ(op_traits("aten::_copy_from").unit, OpUnit::other);
   // Fusion roles and the loop's functions.
   EXPECT_EQ(op_traits("aten::addmm.out").role, FusionRole::matmul_leader);
