@@ -3,20 +3,24 @@
 Dynamo finds this backend through the ``torch_dynamo_backends`` entry point (setup.py) the first
 time a backend is looked up, so importing torch or torchtpu does not import Dynamo. Dynamo hands
 it an FX graph of the user's Python; AOTAutograd turns that into functional ATen graphs (a forward
-and a backward for training, one inference graph when no output needs gradients), and each
-compiled graph runs its ATen ops through torchtpu's kernels in the eager mode in force: enqueued
-on the stream in strict eager, recorded into DeferAndFuse's graph and planned by its passes
-(regions, dead ops, memory, the plan cache) in fused eager. Every graph compiled, its ATen ops,
-the compile time, graph breaks and recompilations are counted (``torchtpu.metrics.compiled()``).
+and a backward for training, one inference graph when no output needs gradients). Each ATen
+graph becomes a program (``_GraphProgram``): its first call records its ops through fused eager's
+capture (in strict eager too), plans them with fused eager's passes (regions, matmul epilogues,
+dead ops, memory) and keeps the plan; later calls with inputs of the same shapes replay the plan
+without dispatching or recording any op, charged to the cost model as one launch. A graph whose
+ops cannot all be recorded (a random op, a host read, a CPU fallback) runs op by op, with the
+reason counted. Every graph compiled, its ATen ops, programs, replays, the compile time, graph
+breaks and recompilations are counted (``torchtpu.metrics.compiled()``).
 
-Not done yet (issue #12): a graph lowered to one program replayed without per-op dispatch and
-charged as one launch, a compilation cache on disk, and the default ``torch.compile(model)``
+Not done yet (issue #12): a compilation cache on disk, and the default ``torch.compile(model)``
 (Inductor) on "tpu" tensors, which fails in Inductor's Pallas code generator (it needs jax).
 """
 from __future__ import annotations
 
 import time
 import warnings
+
+import torch
 
 from . import _C
 
@@ -29,20 +33,119 @@ def _count(name: str, n: int = 1) -> None:
     _C.metrics_count(name, int(n))
 
 
+class _GraphProgram:
+    """One ATen graph of AOTAutograd, called with AOTAutograd's boxed convention (a list of
+    inputs it may clear). Programs are kept per tuple of non-tensor inputs (the sizes of dynamic
+    shapes); the C++ side checks the tensors' shapes, strides, dtypes and aliasing."""
+
+    # A graph whose capture failed this often runs op by op from then on.
+    _MAX_FAILURES = 2
+    # Programs kept per graph (one per input shape); beyond it new shapes run op by op.
+    _MAX_PROGRAMS = 16
+
+    def __init__(self, gm, name: str):
+        self.gm = gm
+        self.name = name
+        self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
+        self.failures = 0
+        self.failure = ""
+        random = _random_op(gm)
+        if random is not None:
+            # Its numbers would be drawn once, at the capture, and replayed (on the CPU too: a
+            # CPU random op inside the graph is no op of torchtpu's, so only the graph shows it).
+            self.failures = self._MAX_FAILURES
+            self.failure = f"random op: {random}"
+            _count("compile.program_failures")
+            _count(f"compile.program_failure.{self.failure}")
+
+    def _op_by_op(self, args):
+        return self.gm(*args)
+
+    def __call__(self, args):
+        args = list(args)
+        tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
+        others = tuple(a for a in args if not isinstance(a, torch.Tensor))
+        for key, program, template in self.programs:
+            if key == others:
+                outs = _C.program_run(program, tensors)
+                if outs is not None:
+                    return _merge(template, outs)
+        if (
+            _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
+            or self.failures >= self._MAX_FAILURES
+            or len(self.programs) >= self._MAX_PROGRAMS
+            or not _C.program_begin(tensors)
+        ):
+            _count("compile.graph_runs_op_by_op")
+            return self._op_by_op(args)
+        try:
+            outs = self.gm(*args)
+        except BaseException:
+            _C.program_abort()
+            raise
+        flat = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        program, results, failure = _C.program_end(tensors, flat, self.name)
+        if program is None:
+            self.failures += 1
+            self.failure = failure
+            _count("compile.program_failures")
+            _count(f"compile.program_failure.{failure}")
+            return outs
+        template = [None if isinstance(o, torch.Tensor) else o for o in flat]
+        self.programs.append((others, program, template))
+        return _merge(template, results)
+
+    def stats(self) -> list:
+        return [_C.program_stats(p) for _, p, _ in self.programs]
+
+
+def _random_op(gm):
+    """The name of the first op of the graph that draws random numbers, or None."""
+    for node in gm.graph.nodes:
+        tags = getattr(node.target, "tags", ()) if node.op == "call_function" else ()
+        if torch.Tag.nondeterministic_seeded in tags:
+            return str(node.target)
+    return None
+
+
+def _merge(template, tensors):
+    return [t if t is not None else o for o, t in zip(template, tensors)]
+
+
+_programs = []  # every _GraphProgram compiled (weakly: they die with their graphs)
+
+
 def _graph_compiler(kind: str):
     def compile_graph(gm, example_inputs):
-        from functorch.compile import make_boxed_func
+        import weakref
 
         start = time.perf_counter_ns()
         ops = sum(1 for node in gm.graph.nodes if node.op == "call_function")
-        compiled = make_boxed_func(gm.forward)
         _count(f"compile.graphs_{kind}")
         _count("compile.graph_ops", ops)
+        graph = _GraphProgram(gm, f"{kind}_{len(_programs)}")
+        _programs.append(weakref.ref(graph))
         if kind == "backward":  # (compiled lazily at the first backward, outside tpu_backend)
             _count("compile.time_ns", time.perf_counter_ns() - start)
-        return compiled
+
+        def run(args):
+            return graph(args)
+
+        run._boxed_call = True  # (AOTAutograd looks for it on a function)
+        run.graph = graph
+        return run
 
     return compile_graph
+
+
+def programs() -> list:
+    """Statistics of every compiled program alive: name, ops, regions, runs, estimate."""
+    out = []
+    for ref in _programs:
+        graph = ref()
+        if graph is not None:
+            out.extend(graph.stats())
+    return out
 
 
 def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):

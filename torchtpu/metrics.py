@@ -5,7 +5,8 @@
 - ``counters()``: other events (bytes transferred per direction, out-of-memory errors, ...);
 - ``estimate()``: what the launches so far would take on the simulated chip (cost model);
 - ``op_times()``: estimated device seconds per op;
-- ``compiled()``: ``torch.compile(backend="tpu")``: graphs, graph breaks, recompilations;
+- ``compiled()``: ``torch.compile(backend="tpu")``: graphs, programs, graph breaks, recompilations;
+- ``programs()``: every compiled program: ops, regions, runs, estimated device time per run;
 - ``report()``: all of it, with the memory figures of each device, as text;
 - ``reset()``: zero every counter.
 """
@@ -84,8 +85,12 @@ def compiled() -> dict:
     """``torch.compile(backend="tpu")`` so far: Dynamo graphs handed to the backend, the ATen
     graphs compiled from them by kind (forward, backward, inference), their ATen ops, the time
     spent in the backend (AOTAutograd's tracing and the graph compilers; Dynamo's own tracing
-    is in ``torch._dynamo.utils.compile_times()``), and, from Dynamo's own records (every backend's, since the process started or
-    ``torch._dynamo.reset()``), graph breaks by reason and recompilations with their reasons."""
+    is in ``torch._dynamo.utils.compile_times()``), the programs captured from the graphs (one
+    per input shape), their ops, their runs (replays without dispatch), the ops folded into
+    them as constants, the calls whose inputs matched no program, the calls run op by op and
+    the captures that failed by reason, and, from Dynamo's own records (every backend's, since
+    the process started or ``torch._dynamo.reset()``), graph breaks by reason and
+    recompilations with their reasons."""
     c = counters()
     out = {
         "dynamo_graphs": c.get("compile.dynamo_graphs", 0),
@@ -94,6 +99,15 @@ def compiled() -> dict:
         "compile_s": c.get("compile.time_ns", 0) * 1e-9,
         "graph_breaks": {},
         "recompilations": [],
+        # programs: graphs captured once and replayed without dispatch (docs/compiled-mode.md)
+        "programs": c.get("compile.programs", 0),
+        "program_ops": c.get("compile.program_ops", 0),
+        "program_runs": c.get("compile.program_runs", 0),
+        "ops_folded": c.get("compile.program_ops_folded", 0),
+        "program_mismatches": c.get("compile.program_mismatches", 0),
+        "runs_op_by_op": c.get("compile.graph_runs_op_by_op", 0),
+        "program_failures": {k[len("compile.program_failure."):]: v for k, v in c.items()
+                             if k.startswith("compile.program_failure.")},
     }
     if "torch._dynamo" in sys.modules:  # (nothing was compiled otherwise)
         from torch._dynamo.utils import counters as dynamo_counters, get_compilation_metrics
@@ -102,6 +116,15 @@ def compiled() -> dict:
         out["recompilations"] = [m.recompile_reason for m in get_compilation_metrics()
                                  if m.recompile_reason]
     return out
+
+
+def programs() -> list[dict]:
+    """Every compiled program alive (``torch.compile(backend="tpu")``): its name, ops, regions,
+    fused regions, ops eliminated, runs, the estimated device time of one run (one launch) and
+    its region IR."""
+    if "torchtpu._dynamo_backend" not in sys.modules:
+        return []
+    return sys.modules["torchtpu._dynamo_backend"].programs()
 
 
 def reset() -> None:
@@ -171,6 +194,20 @@ def report(limit: int | None = 20) -> str:
             f"{sum(comp['graph_breaks'].values())} graph breaks, "
             f"{len(comp['recompilations'])} recompilations"
         )
+        lines.append(
+            f"  programs: {comp['programs']} captured ({comp['program_ops']} ops, "
+            f"{comp['ops_folded']} folded as constants), {comp['program_runs']} runs without "
+            f"dispatch; {comp['runs_op_by_op']} graph calls op by op, "
+            f"{comp['program_mismatches']} calls matching no program"
+        )
+        for reason, n in sorted(comp["program_failures"].items(), key=lambda kv: -kv[1])[:limit]:
+            lines.append(f"  not a program x{n}: {reason}")
+        for p in programs()[:limit]:
+            lines.append(
+                f"  program {p['name']}: {p['ops']} ops in {p['regions']} regions "
+                f"({p['fused_regions']} fused), {p['runs']} runs, "
+                f"{p['estimated_seconds'] * 1e6:.2f} us per run (estimated, one launch)"
+            )
         for reason, n in sorted(comp["graph_breaks"].items(), key=lambda kv: -kv[1])[:limit]:
             lines.append(f"  graph break x{n}: {reason}")
         for reason in comp["recompilations"][:limit]:

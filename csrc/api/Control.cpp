@@ -3,6 +3,7 @@
 
 #include "aten/Fallback.h"
 #include "defer/Defer.h"
+#include "defer/Program.h"
 #include "runtime/Allocator.h"
 #include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
@@ -109,6 +110,29 @@ std::string fallback_mode() {
     case aten::FallbackMode::silent: return "silent";
   }
   return "warn";
+}
+
+bool begin_program(const std::vector<at::Tensor>& inputs) {
+  return defer::begin_program(inputs);
+}
+
+CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
+                            const std::vector<at::Tensor>& outputs, const std::string& name) {
+  defer::Captured c = defer::end_program(inputs, outputs, name);
+  return CapturedProgram{std::move(c.program), std::move(c.outputs), std::move(c.failure)};
+}
+
+void abort_program() { defer::abort_program(); }
+
+std::optional<std::vector<at::Tensor>> run_program(const Program& program,
+                                                   const std::vector<at::Tensor>& inputs) {
+  return defer::run_program(*program, inputs);
+}
+
+ProgramStats program_stats(const Program& program) {
+  defer::ProgramInfo i = defer::program_info(*program);
+  return ProgramStats{i.name, i.ops, i.regions, i.fused_regions, i.ops_eliminated, i.runs,
+                      i.estimated_seconds, i.ir};
 }
 
 }  // namespace torchtpu::api

@@ -5,12 +5,19 @@
 // (python/Module.cpp) reach the library only through these two headers, so the layers below the
 // api layer stay free to change (docs/design.md, "Layers").
 #include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <memory>
 #include <string>
+#include <vector>
+
+namespace torchtpu::defer {
+struct Program;
+}
 
 namespace torchtpu::api {
 
@@ -49,6 +56,29 @@ void clear_plan_cache();
 void set_record_locations(bool on);
 bool record_locations();
 void set_max_pending_ops(int64_t n);
+
+// Compiled programs: the graphs of torch.compile(backend="tpu") captured once and replayed as one
+// program (defer/Program.h, docs/compiled-mode.md). Tensors: undefined where the graph's input
+// or output is not a tensor.
+using Program = std::shared_ptr<defer::Program>;
+bool begin_program(const std::vector<at::Tensor>& inputs);
+struct CapturedProgram {
+  Program program;                  // null when the capture failed
+  std::vector<at::Tensor> outputs;  // the program's outputs
+  std::string failure;
+};
+CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
+                            const std::vector<at::Tensor>& outputs, const std::string& name);
+void abort_program();
+std::optional<std::vector<at::Tensor>> run_program(const Program& program,
+                                                   const std::vector<at::Tensor>& inputs);
+struct ProgramStats {
+  std::string name;
+  int64_t ops = 0, regions = 0, fused_regions = 0, ops_eliminated = 0, runs = 0;
+  double estimated_seconds = 0;
+  std::string ir;
+};
+ProgramStats program_stats(const Program& program);
 
 // float32 matmul precision on the MXU, by torch's names ("highest", "high", "medium").
 void set_precision_override(const std::optional<std::string>& name);

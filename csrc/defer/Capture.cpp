@@ -6,6 +6,7 @@
 #include "aten/Launch.h"
 #include "defer/Defer.h"
 #include "defer/Graph.h"
+#include "defer/Program.h"
 #include "runtime/Allocator.h"
 #include "runtime/Device.h"
 #include "runtime/Env.h"
@@ -36,6 +37,7 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,7 +108,51 @@ struct State {
   int64_t max_ops = runtime::env::get_int("TORCHTPU_DEFER_MAX_OPS").value_or(4096);
   std::mutex stats_mutex;
   std::map<std::string, std::map<std::string, int64_t>> materializations;
+  // The compiled program being captured (Program.h): the thread capturing it, and why it
+  // failed (empty while it can still become a program).
+  struct ProgramCapture {
+    bool active = false;
+    std::thread::id owner;
+    std::string failure;
+    std::unordered_set<const c10::StorageImpl*> inputs;  // the graph's input storages
+    int64_t folded = 0;
+  } capture;
 };
+
+thread_local bool t_capturing = false;  // this thread captures a program (records in any mode)
+
+// Caller holds the mutex.
+void fail_capture(State& s, const std::string& why) {
+  if (s.capture.active && s.capture.failure.empty()) s.capture.failure = why;
+}
+void fail_capture_unlocked(State& s, const std::string& why) {
+  auto lock = runtime::lock_without_gil(s.mutex);
+  fail_capture(s, why);
+}
+
+// An op of a graph being captured that runs at once instead of being recorded (a factory whose
+// size its out= kernel decides, such as arange; an op without a meta kernel; a host read of a
+// constant) is folded into the program as a constant when it reads no graph input and nothing
+// pending: its result is the same at every call. Otherwise the capture fails. (Random ops fail
+// before: their numbers are not constants.) The program later refuses to write a constant.
+void fold_or_fail(State& s, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                  const std::string& why) {
+  const size_t num_args = op.schema().arguments().size();
+  torch::jit::Stack args(stack.end() - num_args, stack.end());
+  auto lock = runtime::lock_without_gil(s.mutex);
+  bool reads_input = false;
+  for_each_tensor_slot(args, [&](at::Tensor& t) {
+    if (!t.defined() || t.is_cpu() || reads_input) return;
+    reads_input = s.capture.inputs.count(t.storage().unsafeGetStorageImpl()) > 0 ||
+                  pending_of(t.storage()) != nullptr;
+  });
+  if (reads_input) {
+    fail_capture(s, why);
+  } else if (s.capture.active) {
+    ++s.capture.folded;
+    runtime::metrics::count("compile.program_folded." + why);
+  }
+}
 
 State& state() {
   static auto* s = new State();  // leaked: tensors may die after static destruction
@@ -157,27 +203,9 @@ void materialize_on_access(c10::StorageImpl* impl) {
 
 at::Tensor make_pending_tensor(c10::Device device, c10::IntArrayRef sizes,
                                c10::IntArrayRef strides, c10::ScalarType dtype, size_t nbytes) {
-  State& s = state();
-  auto record = std::make_shared<PendingStorage>();
-  record->device = device;
-  record->nbytes = nbytes;
-  c10::DataPtr data(pending_address(), new Token{record}, &token_deleter, device);
-  auto impl = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes,
-                                                    std::move(data), &runtime::allocator(),
-                                                    /*resizable=*/true);
-  impl->set_materializer(&materialize_on_access);
-  record->impl.emplace(impl);
-  count_pending(*record);
-  {
-    auto lock = runtime::lock_without_gil(s.mutex);
-    record->id = s.next_id++;
-    if (s.registry.size() > 4096) prune_registry(s);
-    s.registry.emplace(record->id, record);
-    s.any_pending.store(true);
-  }
   auto t = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-      c10::scalarTypeToTypeMeta(dtype));
+      make_pending_storage(device, nbytes).second,
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::scalarTypeToTypeMeta(dtype));
   t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
   return t;
 }
@@ -425,6 +453,9 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
+  if (s.capture.active && std::this_thread::get_id() != s.capture.owner) {
+    fail_capture(s, "another thread recorded ops during the capture");
+  }
   Node node(op);
   node.name = name;
   node.traits = &traits;
@@ -538,7 +569,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   torch::jit::drop(*stack, num_args);
   for (auto& r : returned) stack->push_back(std::move(r));
 
-  if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops) {
+  // (A program being captured is one graph whatever its size.)
+  if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops && !s.capture.active) {
     note_materialization(FlushReason::graph_size_limit, {}, {});
     flush_locked(s, FlushReason::graph_size_limit);
   }
@@ -947,19 +979,31 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
 bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
               const aten::OpTraits& traits) {
   State& s = state();
-  if (runtime::eager_mode() != runtime::EagerMode::fused) {
+  const bool capturing = t_capturing;
+  if (runtime::eager_mode() != runtime::EagerMode::fused && !capturing) {
     // (Recorded work of another thread or before a switch runs before any op of another mode.)
     if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::mode_switch);
     return false;
   }
   if (capture == Capture::view) return false;
-  if (capture == Capture::factory) return record_factory(op, stack);
+  if (capture == Capture::factory) {
+    if (record_factory(op, stack)) return true;
+    if (capturing) fold_or_fail(s, op, *stack, "a factory ran at once: " + aten::op_name(op));
+    return false;
+  }
   const std::string name = aten::op_name(op);
+  if (capturing && capture == Capture::random) {
+    // (Its numbers would be drawn once, at the capture, and replayed.)
+    fail_capture_unlocked(s, "random op: " + name);
+  }
   if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
     return true;
   }
   Decision d = decide(op, stack, capture, name, traits);
   if (d.run_now) {
+    if (capturing) {
+      fold_or_fail(s, op, *stack, std::string(runtime::policy(*d.run_now).label) + ": " + name);
+    }
     prepare_to_run(s, op, stack, *d.run_now, name);
     return false;
   }
@@ -967,7 +1011,10 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   for (const auto& meta : d.new_results) {
     if (meta.defined()) new_bytes += meta.storage().nbytes();
   }
-  if (new_bytes > 0 && memory_pressure(d.device, new_bytes)) return false;  // runs now
+  if (new_bytes > 0 && memory_pressure(d.device, new_bytes)) {  // runs now
+    if (capturing) fold_or_fail(s, op, *stack, "memory pressure at " + name);
+    return false;
+  }
   std::string location = record_locations() ? current_location() : std::string();
   auto lock = runtime::lock_without_gil(s.mutex);
   record(s, op, stack, capture, name, traits, d.device, std::move(d.new_results),
@@ -977,6 +1024,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
 
 void flush_locked(State& s, FlushReason reason) {
   if (s.nodes.empty()) return;
+  fail_capture(s, std::string("materialization: ") + runtime::policy(reason).label);
   std::vector<Node> nodes = std::move(s.nodes);
   s.nodes.clear();
   const uint64_t fingerprint = s.fingerprint;
@@ -991,6 +1039,7 @@ void flush_locked(State& s, FlushReason reason) {
     ~Settle() { update_any_pending(s); }
   } settle{s};
   const aten::KernelScope scope;  // the kernels run for real, not recorded again
+  const NoPythonDispatch no_python;
   run_graph(std::move(nodes), fingerprint, reason);
 }
 
@@ -1024,6 +1073,29 @@ struct Installer {
 } installer;
 
 }  // namespace
+
+std::pair<std::shared_ptr<PendingStorage>, c10::Storage> make_pending_storage(c10::Device device,
+                                                                          size_t nbytes) {
+  State& s = state();
+  auto record = std::make_shared<PendingStorage>();
+  record->device = device;
+  record->nbytes = nbytes;
+  c10::DataPtr data(pending_address(), new Token{record}, &token_deleter, device);
+  auto impl = c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), nbytes,
+                                                    std::move(data), &runtime::allocator(),
+                                                    /*resizable=*/true);
+  impl->set_materializer(&materialize_on_access);
+  record->impl.emplace(impl);
+  count_pending(*record);
+  {
+    auto lock = runtime::lock_without_gil(s.mutex);
+    record->id = s.next_id++;
+    if (s.registry.size() > 4096) prune_registry(s);
+    s.registry.emplace(record->id, record);
+    s.any_pending.store(true);
+  }
+  return {std::move(record), c10::Storage(std::move(impl))};
+}
 
 std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage) {
   if (!storage) return nullptr;
@@ -1124,6 +1196,88 @@ void reset_materializations() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.stats_mutex);
   s.materializations.clear();
+}
+
+}  // namespace torchtpu::defer
+
+// ---------------------------------------------------------------------------------------------
+// Compiled programs (Program.h): the capture; the lowering is Lowering.cpp's.
+
+namespace torchtpu::defer {
+
+bool begin_program(const std::vector<at::Tensor>& inputs) {
+  State& s = state();
+  if (t_capturing) return false;
+  auto lock = runtime::lock_without_gil(s.mutex);
+  if (s.capture.active) return false;  // (another thread's capture)
+  if (!s.nodes.empty()) {
+    // The eager work recorded before the graph runs first: the program starts from real memory.
+    note_materialization(FlushReason::compiled_graph, {}, {});
+    flush_locked(s, FlushReason::compiled_graph);
+  }
+  s.capture.active = true;
+  s.capture.owner = std::this_thread::get_id();
+  s.capture.failure.clear();
+  s.capture.inputs.clear();
+  for (const at::Tensor& t : inputs) {
+    if (t.defined()) s.capture.inputs.insert(t.storage().unsafeGetStorageImpl());
+  }
+  s.capture.folded = 0;
+  t_capturing = true;
+  return true;
+}
+
+namespace {
+// Ends the capture; the recorded nodes when it can become a program, else runs them (failure).
+std::optional<std::pair<std::vector<Node>, uint64_t>> take_capture(State& s,
+                                                                   std::string& failure) {
+  auto lock = runtime::lock_without_gil(s.mutex);
+  t_capturing = false;
+  s.capture.active = false;
+  failure = std::move(s.capture.failure);
+  s.capture.failure.clear();
+  s.capture.inputs.clear();
+  if (s.capture.folded > 0 && failure.empty()) {
+    TORCHTPU_COUNT("compile.program_ops_folded", s.capture.folded);
+  }
+  if (!failure.empty()) {
+    // What was recorded runs as fused eager runs it (at once in the other modes).
+    if (!s.nodes.empty()) {
+      note_materialization(FlushReason::compiled_graph, {}, {});
+      flush_locked(s, FlushReason::compiled_graph);
+    }
+    return std::nullopt;
+  }
+  std::vector<Node> nodes = std::move(s.nodes);
+  s.nodes.clear();
+  const uint64_t fingerprint = s.fingerprint;
+  s.fingerprint = 0;
+  s.local_pending.clear();
+  s.producer_shapes.clear();
+  s.local_external.clear();
+  update_any_pending(s);
+  return std::make_pair(std::move(nodes), fingerprint);
+}
+}  // namespace
+
+Captured end_program(const std::vector<at::Tensor>& inputs,
+                     const std::vector<at::Tensor>& outputs, const std::string& name) {
+  State& s = state();
+  TORCH_INTERNAL_ASSERT(t_capturing, "end_program() without begin_program() on this thread");
+  std::string failure;
+  auto captured = take_capture(s, failure);
+  if (!captured) return Captured{nullptr, {}, failure};
+  return lower_program(std::move(captured->first), captured->second, inputs, outputs, name);
+}
+
+void abort_program() {
+  if (!t_capturing) return;
+  std::string failure;
+  {
+    auto lock = runtime::lock_without_gil(state().mutex);
+    fail_capture(state(), "an error inside the graph");
+  }
+  take_capture(state(), failure);
 }
 
 }  // namespace torchtpu::defer

@@ -64,15 +64,6 @@ c10::Storage host_storage_over(const c10::Storage& device_storage) {
       /*resizable=*/false));
 }
 
-at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
-  auto t = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-      c10::scalarTypeToTypeMeta(o.dtype));
-  t.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides, o.offset);
-  if (o.conj) t.unsafeGetTensorImpl()->_set_conj(true);
-  if (o.neg) t.unsafeGetTensorImpl()->_set_neg(true);
-  return t;
-}
 
 std::string where(const Node& n) {
   return n.location.empty() ? std::string() : " (recorded at " + n.location + ")";
@@ -844,6 +835,16 @@ class Executor {
 };
 
 }  // namespace
+
+at::Tensor device_view(const c10::Storage& storage, const Operand& o) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      c10::scalarTypeToTypeMeta(o.dtype));
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(o.sizes, o.strides, o.offset);
+  if (o.conj) t.unsafeGetTensorImpl()->_set_conj(true);
+  if (o.neg) t.unsafeGetTensorImpl()->_set_neg(true);
+  return t;
+}
 
 void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
              const std::vector<char>& alive_keys, bool blocking) {

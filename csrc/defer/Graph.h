@@ -3,12 +3,14 @@
 // Internal to defer/.
 #include "aten/Entry.h"
 #include "aten/OpTraits.h"
+#include "defer/Program.h"
 #include "runtime/DeferredWork.h"
 #include "sim/Mxu.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
 #include <c10/core/StorageImpl.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/SmallVector.h>
 
 #include <atomic>
@@ -34,6 +36,10 @@ struct PendingStorage {
   std::atomic<bool> materialized{false};  // it has memory now (or is being given it)
   std::atomic<bool> counted{false};       // its bytes are in its device's pending bytes
 };
+
+// A fresh pending storage of `nbytes` on `device`, registered (Capture.cpp).
+std::pair<std::shared_ptr<PendingStorage>, c10::Storage> make_pending_storage(c10::Device device,
+                                                                          size_t nbytes);
 
 // Gives a pending storage (`impl`, the storage of `record`) its memory: the record is marked
 // materialized and leaves the pending bytes, the token goes, the materializer is cleared.
@@ -111,9 +117,26 @@ void for_each_tensor_slot(torch::jit::Stack& args, F&& f) {
   }
 }
 
+// A graph runs its kernels itself (when it is flushed, or as a compiled program): the ops its
+// kernels call internally are not the user's ops, and Python dispatch modes active around the
+// call that flushed it (AOTAutograd's checks, a user's mode) do not see them, as they see none of
+// the ops inside a kernel.
+struct NoPythonDispatch {
+  c10::impl::ExcludeDispatchKeyGuard guard{
+      c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot})};
+};
+
 // Lowering.cpp: plans (or finds the cached plan of) `nodes` and enqueues it.
 // `fingerprint` identifies the graph's structure (without liveness).
 void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReason reason);
+
+// A TPU tensor over `storage` with the geometry of `o` (no dispatch; Executor.cpp).
+at::Tensor device_view(const c10::Storage& storage, const Operand& o);
+
+// Lowering.cpp: the program of a captured graph (Program.h), run once on `inputs`.
+Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
+                       const std::vector<at::Tensor>& inputs,
+                       const std::vector<at::Tensor>& outputs, const std::string& name);
 
 // Counts a materialization: its reason's label (with the op, for reasons that name one) and the
 // Python location (Capture.cpp).

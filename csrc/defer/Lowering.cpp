@@ -1,11 +1,16 @@
 // Lowering of the pending graph: the plan cache, and run_graph, which plans a graph (or finds its
-// cached plan) and executes it (Plan.h, docs/design.md 3.1).
+// cached plan) and executes it (Plan.h, docs/design.md 3.1); compiled programs, the graphs of
+// torch.compile lowered through the same plan and replayed without dispatch (Program.h, 3.2).
 #include "defer/Defer.h"
 #include "defer/Graph.h"
 #include "defer/Plan.h"
+#include "defer/Program.h"
 #include "runtime/Env.h"
 #include "runtime/Metrics.h"
+#include "runtime/Stream.h"
+#include "sim/CostModel.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/hash.h>
 
 #include <algorithm>
@@ -130,21 +135,10 @@ Cache& cache() {
   return *c;
 }
 
-}  // namespace
-
-void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReason reason) {
-  const auto start = std::chrono::steady_clock::now();
-  struct Timer {
-    std::chrono::steady_clock::time_point start;
-    ~Timer() {
-      TORCHTPU_COUNT("defer.flush_host_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now() - start)
-                                       .count());
-    }
-  } timer{start};
-  const Keys keys = keys_of(nodes);
-  std::vector<char> alive_keys(keys.pending.size());
-  for (size_t k = 0; k < keys.pending.size(); ++k) alive_keys[k] = alive(*keys.pending[k]);
+// The plan of a graph: the cached one, or built by the passes and cached.
+std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
+                              const std::vector<char>& alive_keys, uint64_t fingerprint,
+                              const char* planned_for) {
   std::vector<int64_t> structure = structure_of(nodes, keys, alive_keys, fingerprint);
   const PlanKey key = hash_structure(structure);
   std::shared_ptr<Plan> plan;
@@ -169,14 +163,43 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
     c.insert(key, std::move(structure), plan);
     if (!c.dump_path.empty()) {
       std::ofstream out(c.dump_path, std::ios::app);
-      out << "# flushed by: " << runtime::policy(reason).label << "\n" << plan->ir << "\n";
+      out << "# " << planned_for << "\n" << plan->ir << "\n";
     }
   }
+  return plan;
+}
+
+std::vector<char> alive_keys_of(const Keys& keys) {
+  std::vector<char> alive_keys(keys.pending.size());
+  for (size_t k = 0; k < keys.pending.size(); ++k) alive_keys[k] = alive(*keys.pending[k]);
+  return alive_keys;
+}
+
+void count_graph(const Plan& plan) {
   TORCHTPU_COUNT("defer.graphs");
-  TORCHTPU_COUNT("defer.regions", static_cast<int64_t>(plan->regions.size()));
+  TORCHTPU_COUNT("defer.regions", static_cast<int64_t>(plan.regions.size()));
   int64_t eliminated = 0;
-  for (char l : plan->live) eliminated += !l;
+  for (char l : plan.live) eliminated += !l;
   if (eliminated) TORCHTPU_COUNT("defer.ops_eliminated", eliminated);
+}
+
+}  // namespace
+
+void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReason reason) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Timer {
+    std::chrono::steady_clock::time_point start;
+    ~Timer() {
+      TORCHTPU_COUNT("defer.flush_host_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start)
+                                       .count());
+    }
+  } timer{start};
+  const Keys keys = keys_of(nodes);
+  const std::vector<char> alive_keys = alive_keys_of(keys);
+  const std::string why = std::string("flushed by: ") + runtime::policy(reason).label;
+  std::shared_ptr<Plan> plan = plan_of(nodes, keys, alive_keys, fingerprint, why.c_str());
+  count_graph(*plan);
   const bool blocking = runtime::policy(reason).host_waits;
   execute(nodes, keys, *plan, alive_keys, blocking);
 }
@@ -197,6 +220,327 @@ void clear_cache() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   cache().lru.clear();
   cache().index.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiled programs (Program.h)
+
+struct Program {
+  std::string name;
+  std::mutex mutex;                 // one run at a time (its nodes are bound while it runs)
+  std::vector<Node> nodes;          // the captured ops; operands are slots, bound at each run
+  Keys keys;                        // keys.pending: the fresh values of the run in progress
+  std::shared_ptr<Plan> plan;
+  std::vector<char> alive;          // per value (pending key): an output of the graph
+  std::vector<std::pair<c10::Device, size_t>> values;  // per value: its device and bytes
+  struct Input {
+    bool tensor = false;
+    c10::Device device{c10::kPrivateUse1, 0};
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    Dims sizes, strides;
+    int64_t offset = 0;
+    bool conj = false, neg = false;
+    size_t storage_bytes = 0;
+    int same_storage_as = -1;  // the first input over the same storage, when not this one
+  };
+  std::vector<Input> inputs;
+  std::vector<int> external_input;      // per external key (-key - 1): its input, or -1
+  std::vector<c10::Storage> constants;  // per external key bound to no input: its storage
+  struct Output {
+    enum class Kind { none, value, input, constant } kind = Kind::none;
+    int index = -1;          // the value or the input
+    c10::Storage constant;   // Kind::constant
+    Operand geometry;
+  };
+  std::vector<Output> outputs;
+  c10::Device device{c10::kPrivateUse1, 0};
+  c10::StreamId stream = 0;
+  // The float32 matmul precision its matmuls were recorded at: a call at another precision
+  // captures another program (Dynamo's guards do not see it).
+  sim::Precision precision = sim::Precision::kHighest;
+  int64_t runs = 0;
+  double estimated_seconds = 0;
+};
+
+namespace {
+
+Operand geometry_operand(const at::Tensor& t) {
+  Operand o;
+  o.sizes.assign(t.sizes().begin(), t.sizes().end());
+  o.strides.assign(t.strides().begin(), t.strides().end());
+  o.offset = t.storage_offset();
+  o.dtype = t.scalar_type();
+  o.conj = t.is_conj();
+  o.neg = t.is_neg();
+  return o;
+}
+
+// For each input, the first input over the same storage (-1: itself or not a tensor).
+std::vector<int> storage_sharing(const std::vector<at::Tensor>& inputs) {
+  std::vector<int> out(inputs.size(), -1);
+  std::unordered_map<const c10::StorageImpl*, int> first;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    auto [it, fresh] = first.emplace(inputs[i].storage().unsafeGetStorageImpl(), int(i));
+    if (!fresh) out[i] = it->second;
+  }
+  return out;
+}
+
+bool inputs_match(const Program& p, const std::vector<at::Tensor>& inputs) {
+  if (inputs.size() != p.inputs.size()) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Program::Input& in = p.inputs[i];
+    const at::Tensor& t = inputs[i];
+    if (t.defined() != in.tensor) return false;
+    if (!in.tensor) continue;
+    if (t.device() != in.device || t.scalar_type() != in.dtype ||
+        t.sizes() != c10::IntArrayRef(in.sizes) || t.strides() != c10::IntArrayRef(in.strides) ||
+        t.storage_offset() != in.offset || t.is_conj() != in.conj || t.is_neg() != in.neg ||
+        t.storage().nbytes() < in.storage_bytes) {
+      return false;
+    }
+  }
+  const std::vector<int> sharing = storage_sharing(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (sharing[i] != p.inputs[i].same_storage_as) return false;
+  }
+  return true;
+}
+
+template <typename F>
+void for_each_slot(Program& p, F&& f) {
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    Node& n = p.nodes[i];
+    for (size_t j = 0; j < n.operands.size(); ++j) f(n.operands[j], p.keys.operands[i][j]);
+    for (size_t j = 0; j < n.results.size(); ++j) f(n.results[j], p.keys.results[i][j]);
+  }
+}
+
+// Turns the captured operands into slots: no value, input or constant is held between runs.
+void unbind(Program& p) {
+  for_each_slot(p, [](Operand& o, int key) {
+    if (key >= 0) {
+      o.pending.reset();
+    } else if (key != INT32_MIN) {
+      o.tensor.reset();
+    }
+  });
+  p.keys.pending.clear();
+}
+
+}  // namespace
+
+Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
+                       const std::vector<at::Tensor>& inputs,
+                       const std::vector<at::Tensor>& outputs, const std::string& name) {
+  const NoPythonDispatch no_python;
+  auto prog = std::make_shared<Program>();
+  Program& p = *prog;
+  p.name = name;
+  p.precision = sim::current_precision();
+  p.keys = keys_of(nodes);
+  p.alive = alive_keys_of(p.keys);
+  auto fail = [&](const std::string& why) {
+    // The recorded ops run as fused eager runs them.
+    const aten::KernelScope scope;
+    run_graph(std::move(nodes), fingerprint, runtime::FlushReason::compiled_graph);
+    return Captured{nullptr, {}, why};
+  };
+  if (!nodes.empty()) {
+    p.device = nodes[0].device;
+    p.stream = nodes[0].stream;
+    for (const Node& n : nodes) {
+      if (n.device != p.device || n.stream != p.stream) return fail("ops on several streams");
+    }
+  }
+  // Inputs.
+  const std::vector<int> sharing = storage_sharing(inputs);
+  std::unordered_map<const c10::StorageImpl*, int> input_of;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Program::Input in;
+    const at::Tensor& t = inputs[i];
+    if (t.defined()) {
+      if (!t.device().is_privateuseone()) return fail("a CPU tensor input");
+      in.tensor = true;
+      in.device = t.device();
+      in.dtype = t.scalar_type();
+      in.sizes.assign(t.sizes().begin(), t.sizes().end());
+      in.strides.assign(t.strides().begin(), t.strides().end());
+      in.offset = t.storage_offset();
+      in.conj = t.is_conj();
+      in.neg = t.is_neg();
+      in.storage_bytes = t.storage().nbytes();
+      in.same_storage_as = sharing[i];
+      input_of.emplace(t.storage().unsafeGetStorageImpl(), static_cast<int>(i));
+    }
+    p.inputs.push_back(std::move(in));
+  }
+  // Outputs.
+  std::unordered_map<uint64_t, int> value_of;
+  for (size_t k = 0; k < p.keys.pending.size(); ++k) value_of[p.keys.pending[k]->id] = int(k);
+  std::vector<char> is_output(p.keys.pending.size(), 0);
+  for (const at::Tensor& t : outputs) {
+    Program::Output out;
+    if (t.defined()) {
+      if (!t.device().is_privateuseone()) return fail("a CPU tensor output");
+      out.geometry = geometry_operand(t);
+      const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
+      if (auto record = pending_of(t.storage())) {
+        auto it = value_of.find(record->id);
+        if (it == value_of.end()) return fail("an output made outside the graph");
+        out.kind = Program::Output::Kind::value;
+        out.index = it->second;
+        is_output[it->second] = 1;
+      } else if (auto it = input_of.find(impl); it != input_of.end()) {
+        out.kind = Program::Output::Kind::input;
+        out.index = it->second;
+      } else {
+        out.kind = Program::Output::Kind::constant;
+        out.constant = t.storage();
+      }
+    }
+    p.outputs.push_back(std::move(out));
+  }
+  for (size_t k = 0; k < p.alive.size(); ++k) {
+    if (p.alive[k] && !is_output[k]) {
+      return fail("a value the graph makes is referenced outside its outputs");
+    }
+  }
+  // Externals: graph inputs, or constants (tensors the graph holds).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for_each_access(nodes, p.keys, i, [&](const Operand& o, int key) {
+      if (key >= 0 || key == INT32_MIN) return;
+      const size_t e = static_cast<size_t>(-key - 1);
+      if (e < p.external_input.size()) return;
+      p.external_input.resize(e + 1, -1);
+      p.constants.resize(e + 1);
+      auto it = input_of.find(o.tensor.storage().unsafeGetStorageImpl());
+      if (it != input_of.end()) {
+        p.external_input[e] = it->second;
+      } else {
+        p.constants[e] = o.tensor.storage();
+      }
+    });
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (size_t j = 0; j < nodes[i].operands.size(); ++j) {
+      const int key = p.keys.operands[i][j];
+      if (nodes[i].operands[j].written && key < 0 && key != INT32_MIN &&
+          p.external_input[-key - 1] < 0) {
+        return fail("the graph writes a tensor that is not an input (" + nodes[i].name + ")");
+      }
+    }
+  }
+  p.plan = nodes.empty() ? std::make_shared<Plan>()
+                         : plan_of(nodes, p.keys, p.alive, fingerprint,
+                                   ("compiled program " + name).c_str());
+  for (const auto& record : p.keys.pending) p.values.emplace_back(record->device, record->nbytes);
+  p.nodes = std::move(nodes);
+  unbind(p);
+  TORCHTPU_COUNT("compile.programs");
+  TORCHTPU_COUNT("compile.program_ops", static_cast<int64_t>(p.nodes.size()));
+  auto outs = run_program(p, inputs);
+  TORCH_INTERNAL_ASSERT(outs.has_value(), "a compiled program does not take its own inputs");
+  return Captured{std::move(prog), std::move(*outs), {}};
+}
+
+std::optional<std::vector<at::Tensor>> run_program(Program& p,
+                                                   const std::vector<at::Tensor>& inputs) {
+  const NoPythonDispatch no_python;
+  if (!inputs_match(p, inputs) || sim::current_precision() != p.precision ||
+      (!p.nodes.empty() && runtime::current_stream(p.device.index()).id() != p.stream)) {
+    TORCHTPU_COUNT("compile.program_mismatches");
+    return std::nullopt;
+  }
+  // Eager work recorded before the call runs first; inputs still pending get their memory.
+  flush(runtime::FlushReason::compiled_graph);
+  for (const at::Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    if (auto record = pending_of(t.storage())) materialize(*record);
+  }
+  std::lock_guard<std::mutex> lock(p.mutex);
+  // Bind the slots: fresh values (outputs are pending storages the executor gives memory),
+  // inputs and constants.
+  const size_t values = p.values.size();
+  std::vector<c10::Storage> output_storage(values);
+  p.keys.pending.resize(values);
+  for (size_t k = 0; k < values; ++k) {
+    const auto [device, nbytes] = p.values[k];
+    if (p.alive[k]) {
+      auto made = make_pending_storage(device, nbytes);
+      p.keys.pending[k] = std::move(made.first);
+      output_storage[k] = std::move(made.second);
+    } else {
+      auto record = std::make_shared<PendingStorage>();
+      record->device = device;
+      record->nbytes = nbytes;
+      record->dead.store(true);  // (an intermediate: memory of the run, released in it)
+      p.keys.pending[k] = std::move(record);
+    }
+  }
+  std::vector<c10::Storage> externals(p.external_input.size());
+  for (size_t e = 0; e < externals.size(); ++e) {
+    externals[e] = p.external_input[e] >= 0 ? inputs[p.external_input[e]].storage()
+                                            : p.constants[e];
+  }
+  struct Unbind {
+    Program& p;
+    ~Unbind() { unbind(p); }
+  } unbind_after{p};
+  for_each_slot(p, [&](Operand& o, int key) {
+    if (key >= 0) {
+      o.pending = p.keys.pending[key];
+    } else if (key != INT32_MIN) {
+      o.tensor = device_view(externals[-key - 1], o);
+    }
+  });
+  sim::Estimate e;
+  {
+    sim::RecordCollector collect;   // every launch of the program's regions ...
+    const aten::KernelScope scope;  // (the kernels run for real, not recorded)
+    execute(p.nodes, p.keys, *p.plan, p.alive, /*blocking=*/false);
+    e = collect.total;
+  }
+  if (!p.nodes.empty()) {
+    // ... charged as one launch.
+    e.launch_s = sim::cost_model().launch_seconds();
+    e.launches = 1;
+    p.estimated_seconds = e.seconds();
+    sim::record("compiled::" + p.name, e);
+  }
+  ++p.runs;
+  TORCHTPU_COUNT("compile.program_runs");
+  std::vector<at::Tensor> outs(p.outputs.size());
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const Program::Output& o = p.outputs[i];
+    switch (o.kind) {
+      case Program::Output::Kind::none: break;
+      case Program::Output::Kind::value:
+        outs[i] = device_view(output_storage[o.index], o.geometry);
+        break;
+      case Program::Output::Kind::input:
+        outs[i] = device_view(inputs[o.index].storage(), o.geometry);
+        break;
+      case Program::Output::Kind::constant:
+        outs[i] = device_view(o.constant, o.geometry);
+        break;
+    }
+  }
+  return outs;
+}
+
+ProgramInfo program_info(const Program& p) {
+  ProgramInfo info;
+  info.name = p.name;
+  info.ops = static_cast<int64_t>(p.nodes.size());
+  info.regions = static_cast<int64_t>(p.plan->regions.size());
+  for (const Region& r : p.plan->regions) info.fused_regions += r.fused;
+  for (char l : p.plan->live) info.ops_eliminated += !l;
+  info.runs = p.runs;
+  info.estimated_seconds = p.estimated_seconds;
+  info.ir = p.plan->ir;
+  return info;
 }
 
 }  // namespace torchtpu::defer

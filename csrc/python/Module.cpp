@@ -7,6 +7,7 @@
 #include <ATen/Context.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -34,6 +35,29 @@ py::dict chip_dict(const Chip& c) {
   d["source"] = c.source;
   return d;
 }
+
+// A graph's inputs or outputs: tensors, undefined for anything else.
+std::vector<at::Tensor> tensors_of(const py::sequence& items) {
+  std::vector<at::Tensor> out;
+  out.reserve(items.size());
+  for (const py::handle item : items) {
+    out.push_back(THPVariable_Check(item.ptr()) ? THPVariable_Unpack(item.ptr()) : at::Tensor());
+  }
+  return out;
+}
+
+py::list list_of(const std::vector<at::Tensor>& tensors) {
+  py::list out;
+  for (const at::Tensor& t : tensors) {
+    out.append(t.defined() ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : py::none());
+  }
+  return out;
+}
+
+// A compiled program, as Python holds it.
+struct ProgramRef {
+  api::Program program;
+};
 
 // The innermost Python frame outside torch and torchtpu, as "file.py:line" (for the locations of
 // materialization points and recorded ops).
@@ -178,6 +202,49 @@ PYBIND11_MODULE(_C, m) {
   m.def("metrics_snapshot", [](const std::string& category) { return api::metrics(category); });
   m.def("metrics_reset", [] { reset_metrics(); });
   m.def("metrics_count", [](const std::string& name, int64_t delta) { api::count(name, delta); });
+
+  py::class_<ProgramRef>(m, "Program");
+  m.def("program_begin",
+        [](const py::sequence& inputs) { return api::begin_program(tensors_of(inputs)); });
+  m.def("program_end", [](const py::sequence& inputs, const py::sequence& outputs,
+                          const std::string& name) {
+    const std::vector<at::Tensor> in = tensors_of(inputs), out = tensors_of(outputs);
+    api::CapturedProgram c;
+    {
+      py::gil_scoped_release nogil;
+      c = api::end_program(in, out, name);
+    }
+    py::object program = py::none();
+    if (c.program) program = py::cast(ProgramRef{std::move(c.program)});
+    return py::make_tuple(program, list_of(c.outputs), c.failure);
+  });
+  m.def("program_abort", [] {
+    py::gil_scoped_release nogil;
+    api::abort_program();
+  });
+  m.def("program_run", [](const ProgramRef& p, const py::sequence& inputs) -> py::object {
+    const std::vector<at::Tensor> in = tensors_of(inputs);
+    std::optional<std::vector<at::Tensor>> out;
+    {
+      py::gil_scoped_release nogil;
+      out = api::run_program(p.program, in);
+    }
+    if (!out) return py::none();
+    return list_of(*out);
+  });
+  m.def("program_stats", [](const ProgramRef& p) {
+    const api::ProgramStats st = api::program_stats(p.program);
+    py::dict d;
+    d["name"] = st.name;
+    d["ops"] = st.ops;
+    d["regions"] = st.regions;
+    d["fused_regions"] = st.fused_regions;
+    d["ops_eliminated"] = st.ops_eliminated;
+    d["runs"] = st.runs;
+    d["estimated_seconds"] = st.estimated_seconds;
+    d["ir"] = st.ir;
+    return d;
+  });
 
   m.def("set_fallback_mode", [](const std::string& mode) {
     if (!api::set_fallback_mode(mode)) {

@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 18> kPolicies = {{
+constexpr std::array<FlushPolicy, 19> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -26,8 +26,9 @@ constexpr std::array<FlushPolicy, 18> kPolicies = {{
     {"stream synchronize", false, true},
     {"stream change", false, false},
     {"event record", false, false},
+    {"compiled graph", false, false},
 }};
-static_assert(kPolicies.size() == static_cast<size_t>(FlushReason::event_record) + 1,
+static_assert(kPolicies.size() == static_cast<size_t>(FlushReason::compiled_graph) + 1,
               "one policy per FlushReason");
 
 std::atomic<DeferredWork*> g_work{nullptr};

@@ -30,6 +30,8 @@ enum class FlushReason : uint8_t {
   stream_synchronize,
   stream_change,
   event_record,
+  // a compiled graph runs as one program after the eager work recorded before it
+  compiled_graph,
 };
 
 struct FlushPolicy {

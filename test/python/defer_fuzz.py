@@ -9,13 +9,18 @@ match the CPU's.
     python test/python/defer_fuzz.py --programs 2000          # the long run
     python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
     python test/python/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
+    python test/python/defer_fuzz.py --compiled --programs 200     # torch.compile(backend="tpu")
 
 With --threads N, N threads each run programs against CPU references computed first, each thread
 switching the (process's) eager mode to its own before each program, so that modes change under
 the other threads' running programs; random ops and
 errors are left out of those programs (SHARED_STATE_KINDS says why).
 
-test_defer.py runs a fixed-seed subset in CI. A failure prints the seed of the program; every
+With --compiled, each program (without random ops, saves, copies and errors) is compiled with
+torch.compile(backend="tpu") and called twice with different input values, capturing its graphs
+as programs and replaying them, in strict and fused eager (check_compiled).
+
+test_defer.py runs a fixed-seed subset in CI (test_compile.py the compiled one). A failure prints the seed of the program; every
 failure it ever found is kept as a regression test in test_defer.py (REGRESSION_SEEDS).
 """
 from __future__ import annotations
@@ -85,11 +90,11 @@ def binary(op, x, y):
 
 
 def broadcastable(x, y):
-    try:
-        torch.broadcast_shapes(x.shape, y.shape)
-        return True
-    except RuntimeError:
-        return False
+    # (from the shapes alone, without catching an error: Dynamo traces it in compiled programs)
+    for a, b in zip(reversed(x.shape), reversed(y.shape)):
+        if a != b and a != 1 and b != 1:
+            return False
+    return True
 
 
 def run_program(program, device: str, seed: int, seeded: bool = True):
@@ -101,13 +106,17 @@ def run_program(program, device: str, seed: int, seeded: bool = True):
     ("host_random") must not disturb them, nor they the CPU generator.
     """
     inputs, steps = program
-    gen = torch.Generator().manual_seed(seed)
     if seeded:
         torch.manual_seed(seed)
         if device != "cpu":
             torch.tpu.manual_seed(seed + 1)
     device_gen = torch.Generator().manual_seed(seed + 1) if device == "cpu" else None
-    events = []
+    return run_steps(steps, make_inputs(inputs, device, seed), device, device_gen)
+
+
+def make_inputs(inputs, device: str, seed: int):
+    """The program's inputs, drawn from a generator seeded with `seed`."""
+    gen = torch.Generator().manual_seed(seed)
     pool = []
     for spec in inputs:
         shape = spec["shape"]
@@ -118,6 +127,12 @@ def run_program(program, device: str, seed: int, seeded: bool = True):
         if device != "cpu":
             t = t.to(device) if not spec["transposed"] else t.t().contiguous().to(device).t()
         pool.append(t)
+    return pool
+
+
+def run_steps(steps, pool, device: str, device_gen):
+    """The program's steps on `pool` (its inputs, updated in place by some steps)."""
+    events = []
     reads = []
     for st in steps:
         x = pool[st["a"] % len(pool)]
@@ -236,7 +251,6 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
 
 def compare(seed, program, mode, reference, seeded=True) -> str | None:
     """Runs the program on tpu in `mode` and compares it with the CPU's."""
-    ref, ref_reads, ref_events = reference
     with torchtpu.eager_mode(mode):
         try:
             got, reads, events = run_program(program, "tpu", seed, seeded)
@@ -244,22 +258,73 @@ def compare(seed, program, mode, reference, seeded=True) -> str | None:
             got = [t.cpu() for t in got]
         except Exception as e:  # noqa: BLE001 - report, with the seed
             return f"seed {seed} mode {mode}: raised {type(e).__name__}: {e}"
+    return compare_results(f"seed {seed} mode {mode}", reference, (got, reads, events), strides)
+
+
+def compare_results(what, reference, result, strides) -> str | None:
+    """The first difference between a run and the CPU's (`strides`: of the run's values, or None
+    not to compare layouts)."""
+    ref, ref_reads, ref_events = reference
+    got, reads, events = result
     if events != ref_events:
-        return f"seed {seed} mode {mode}: errors {events}, CPU {ref_events}"
+        return f"{what}: errors {events}, CPU {ref_events}"
+    if len(got) != len(ref):
+        return f"{what}: {len(got)} values, CPU {len(ref)}"
     for i, (r, g) in enumerate(zip(ref, got)):
         if r.shape != g.shape or r.dtype != g.dtype:
-            return f"seed {seed} mode {mode}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
-        if [st for st, n in zip(strides[i], r.shape) if n > 1] != [st for st, n in zip(r.stride(), r.shape) if n > 1]:
+            return f"{what}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
+        if strides is not None and ([st for st, n in zip(strides[i], r.shape) if n > 1] !=
+                                    [st for st, n in zip(r.stride(), r.shape) if n > 1]):
             # layouts are PyTorch semantics too (and decide where a dropout mask lands)
-            return f"seed {seed} mode {mode}: value {i} has strides {strides[i]}, CPU {r.stride()}"
+            return f"{what}: value {i} has strides {strides[i]}, CPU {r.stride()}"
         # Matmuls run on the simulated MXU ("highest": six bf16 passes, about fp32);
         # bf16 casts are exact; everything else runs the CPU's kernels.
         if not torch.allclose(g, r, rtol=1e-4, atol=1e-4, equal_nan=True):
             err = (g - r).abs().max().item()
-            return f"seed {seed} mode {mode}: value {i} differs from the CPU by {err}"
+            return f"{what}: value {i} differs from the CPU by {err}"
+    if len(reads) != len(ref_reads):
+        return f"{what}: {len(reads)} host reads, CPU {len(ref_reads)}"
     for a, b in zip(ref_reads, reads):
         if abs(a - b) > 1e-3 * max(1.0, abs(a)):
-            return f"seed {seed} mode {mode}: host read {b} != CPU {a}"
+            return f"{what}: host read {b} != CPU {a}"
+    return None
+
+
+# Left out of compiled programs: random numbers (a compiled graph with a random op runs op by op,
+# tested in test_compile.py), and torch.save / deepcopy / errors, which are host work around a
+# graph rather than graph ops.
+COMPILED_EXCLUDED_KINDS = SHARED_STATE_KINDS + ("save", "deepcopy")
+
+
+def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12) -> str | None:
+    """Compiles program `seed` with torch.compile(backend="tpu") and calls it twice, on two sets
+    of input values (the capture of its programs, then their replay), in each mode; every value
+    and host read must match the CPU's for the same inputs."""
+    inputs, steps = gen_program(seed, length, shared_state_ops=False)
+    steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
+    value_seeds = (seed, seed + 100_000)
+    references = []
+    for vs in value_seeds:
+        try:
+            references.append(run_steps(steps, make_inputs(inputs, "cpu", vs), "cpu", None))
+        except RuntimeError:
+            return None  # the CPU refuses it (the eager fuzzer covers those)
+    for mode in modes:
+        torch._dynamo.reset()  # (one code object for every program: fresh caches)
+        body = torch.compile(lambda *pool: run_steps(steps, list(pool), "tpu", None),
+                             backend="tpu")
+        for vs, reference in zip(value_seeds, references):
+            with torchtpu.eager_mode(mode):
+                try:
+                    pool = make_inputs(inputs, "tpu", vs)
+                    got, reads, events = body(*pool)
+                    result = ([t.cpu() for t in got], reads, events)
+                except Exception as e:  # noqa: BLE001 - report, with the seed
+                    return f"seed {seed} compiled ({mode}), inputs {vs}: raised {type(e).__name__}: {e}"
+            err = compare_results(f"seed {seed} compiled ({mode}), inputs {vs}", reference, result,
+                                  strides=None)
+            if err:
+                return err
     return None
 
 
@@ -299,6 +364,9 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--length", type=int, default=12)
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--compiled", action="store_true",
+                        help="compile each program with torch.compile(backend='tpu') and call it "
+                             "twice (capture, replay) in strict and fused eager")
     parser.add_argument("--threads", type=int, default=0,
                         help="run programs in this many threads at once (modes per thread)")
     args = parser.parse_args()
@@ -315,15 +383,23 @@ def main():
                   f"{len(failures)} failures, {time.time() - start:.0f} s", flush=True)
     else:
         for seed in range(args.seed, args.seed + args.programs):
-            err = check(seed, length=args.length, show=args.show)
+            err = (check_compiled(seed, length=args.length) if args.compiled else
+                   check(seed, length=args.length, show=args.show))
             if err:
                 print("FAIL", err, flush=True)
                 failures.append(seed)
             done = seed - args.seed + 1
-            if done % 500 == 0:
+            if done % (50 if args.compiled else 500) == 0:
                 print(f"  {done}/{args.programs} programs, {len(failures)} failures, "
                       f"{time.time() - start:.0f} s", flush=True)
     print(f"{args.programs} programs, {len(failures)} failures: {failures[:50]}")
+    if args.compiled:
+        c = torchtpu.metrics.compiled()
+        print(f"compiled: {c['programs']} programs captured ({c['program_ops']} ops, "
+              f"{c['ops_folded']} folded), {c['program_runs']} runs as programs, "
+              f"{c['runs_op_by_op']} graph calls op by op, "
+              f"{sum(c['graph_breaks'].values())} graph breaks; not programs: "
+              f"{c['program_failures']}")
     sys.exit(1 if failures else 0)
 
 

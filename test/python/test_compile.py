@@ -166,3 +166,126 @@ def test_autocast_and_a_capturable_optimizer_inside_compiled_graphs_match_the_cp
     assert c["graphs"]["forward"] >= 1 and c["graphs"]["backward"] >= 1, c
     assert c["graphs"]["inference"] >= 1, c  # the optimizer step (no output needs gradients)
     assert c["compile_s"] > 0
+
+
+# --- programs: a graph captured once, replayed without dispatch, charged as one launch --------
+
+
+def _block(t):
+    return ((t @ t.T).relu() * 0.5 + t.sum()).softmax(-1)
+
+
+def test_a_graph_becomes_one_program_replayed_without_dispatch_and_charged_as_one_launch():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op (synchronous, errors at the op)")
+    f = torch.compile(_block, backend="tpu")
+    xs = [torch.randn(16, 16) for _ in range(4)]
+    f(xs[0].to("tpu"))  # the capture
+    torchtpu.sync()
+    before = torchtpu.metrics.counters()
+    launches_before = torchtpu.metrics.estimate()["launches"]
+    for x in xs[1:]:
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), _block(x), rtol=1e-5, atol=1e-5)
+    after = torchtpu.metrics.counters()
+    c = compiled()
+    assert c["programs"] == 1 and c["program_runs"] == 4 and c["runs_op_by_op"] == 0, c
+    # nothing recorded or planned at a replay: the plan is the program's
+    assert after.get("defer.ops_recorded", 0) == before.get("defer.ops_recorded", 0)
+    assert after.get("defer.compiles", 0) == before.get("defer.compiles", 0)
+    # three replays, three host-to-device copies of the inputs: one launch each
+    copies = after.get("copies.host_to_device", 0) - before.get("copies.host_to_device", 0)
+    assert torchtpu.metrics.estimate()["launches"] - launches_before <= 3 + max(copies, 3) + 3
+    p = torchtpu.metrics.programs()[-1]  # (the newest; earlier tests' graphs may be alive)
+    assert p["runs"] == 4 and p["ops"] >= 6 and p["estimated_seconds"] > 0, p
+    assert "compiled::" + p["name"] in torchtpu.metrics.op_times()
+
+
+def test_a_program_costs_one_launch_where_strict_eager_launches_every_op():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    x = torch.randn(16, 16).to("tpu")
+    f = torch.compile(_block, backend="tpu")
+    f(x)
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    f(x)
+    torchtpu.sync()
+    compiled_launches = torchtpu.metrics.estimate()["launches"]
+    torchtpu.metrics.reset()
+    with torchtpu.eager_mode("strict"):
+        _block(x)
+        torchtpu.sync()
+    eager_launches = torchtpu.metrics.estimate()["launches"]
+    assert compiled_launches == 1 and eager_launches >= 5, (compiled_launches, eager_launches)
+
+
+def test_a_new_input_shape_captures_a_new_program_and_each_gives_the_cpu_result():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    f = torch.compile(lambda x: (x * x).sum(-1).softmax(-1), backend="tpu", dynamic=True)
+    for n in (3, 5, 3, 5, 7):
+        x = torch.randn(2, n, 5)
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), (x * x).sum(-1).softmax(-1))
+    c = compiled()
+    assert c["dynamo_graphs"] == 1 and c["programs"] == 3 and c["program_runs"] == 5, c
+
+
+def test_a_random_op_keeps_the_graph_op_by_op_with_the_reason_counted():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    f = torch.compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True) + x,
+                      backend="tpu")
+    x = torch.ones(64).to("tpu")
+    for _ in range(3):
+        y = f(x).cpu()
+        kept = y != 1  # dropped: 0 + 1; kept: 2 + 1
+        assert set(y.unique().tolist()) <= {1.0, 3.0} and 0 < kept.sum() < 64
+    c = compiled()
+    assert c["programs"] == 0 and c["runs_op_by_op"] >= 1, c
+    assert any("random op" in reason for reason in c["program_failures"]), c
+    assert "not a program" in torchtpu.metrics.report()
+
+
+def test_a_program_writes_its_mutated_inputs_and_reads_the_new_values_at_each_call():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+
+    def step(acc, x):
+        acc.add_(x)
+        return acc * 2
+
+    cpu_acc, tpu_acc = torch.zeros(8), torch.zeros(8).to("tpu")
+    g = torch.compile(step, backend="tpu")
+    for i in range(4):
+        x = torch.full((8,), float(i))
+        expect = step(cpu_acc, x)
+        torch.testing.assert_close(g(tpu_acc, x.to("tpu")).cpu(), expect)
+        tpu_acc.mul_(1.0)  # an eager op between calls (recorded in fused eager)
+    torch.testing.assert_close(tpu_acc.cpu(), cpu_acc)
+    assert compiled()["program_runs"] == 4
+
+
+def test_constants_made_inside_the_graph_are_folded_and_inputs_are_never_baked():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    f = torch.compile(lambda x: x + torch.arange(x.shape[0], device=x.device), backend="tpu")
+    for i in range(3):
+        x = torch.full((6,), float(i))
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), x + torch.arange(6))
+    c = compiled()
+    assert c["programs"] == 1 and c["program_runs"] == 3 and c["ops_folded"] >= 1, c
+
+
+def test_the_differential_fuzzer_compiled_gives_the_cpu_values_at_capture_and_replay():
+    """defer_fuzz.py --compiled on fixed seeds: random programs of element-wise ops, reductions,
+    matmuls, views, in-place updates of inputs and of their views, casts and host reads (graph
+    breaks), compiled and called twice on different input values, in strict and fused eager."""
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op (the eager fuzzer covers it)")
+    import defer_fuzz
+
+    failures = [err for seed in range(24) if (err := defer_fuzz.check_compiled(seed))]
+    assert not failures, failures
+    c = compiled()
+    assert c["programs"] >= 24 and c["program_runs"] >= 2 * c["programs"] - 8, c
+    assert c["runs_op_by_op"] == 0 and not c["program_failures"], c

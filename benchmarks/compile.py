@@ -1,0 +1,304 @@
+"""Compiled mode (torch.compile(backend="tpu")) against eager and against PyTorch on the CPU.
+
+Cases (a)-(d) of benchmarks/eager_modes.py and the training step of examples/train.py, each run
+side by side in one process, interleaved:
+
+    strict     torchtpu strict eager (op by op, enqueued on the stream)
+    fused      torchtpu fused eager (recorded, planned, fused; plan cache)
+    compiled   torch.compile(backend="tpu") in strict eager: each graph one program, replayed
+               without dispatch (the training steps compile the loss and, with a capturable
+               AdamW, the optimizer step; backward is AOTAutograd's compiled backward graph)
+    cpu        PyTorch eager on the CPU
+    inductor   torch.compile on the CPU (Inductor's C++ code): what a user would otherwise pick
+
+For each: host time per iteration (measured, median of interleaved repeats) and, for the tpu
+columns, the estimated TPU time (cost model). Also the compile time of case (d) (cold, in this
+process), and the number of Dynamo compilations and programs for eight sequence lengths of the
+example's model with dynamic=True.
+
+    python benchmarks/compile.py            # about 10 minutes on 2 cores
+    python benchmarks/compile.py --quick    # small sizes, a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchtpu
+
+import common
+import eager_modes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import train as example  # noqa: E402  (examples/train.py: the model of the main job)
+
+COLUMNS = ("strict", "fused", "compiled", "cpu", "inductor")
+TPU_COLUMNS = ("strict", "fused", "compiled")
+
+
+def compiler(column):
+    """torch.compile for a column, or None for eager."""
+    if column == "compiled":
+        return lambda f: torch.compile(f, backend="tpu")
+    if column == "inductor":
+        return lambda f: torch.compile(f)
+    return None
+
+
+# --- cases: each maker(column) returns a step function --------------------------------------
+
+
+def chain_case(n):
+    def make(column):
+        device = "cpu" if column in ("cpu", "inductor") else "tpu"
+        x = torch.randn(n, n, device=device)
+        w = torch.randn(n, n, device=device)
+        fn = eager_modes.chain
+        if compiler(column):
+            fn = compiler(column)(fn)
+        return lambda: fn(x, w)
+    return make
+
+
+def seed_case(n):
+    def make(column):
+        device = "cpu" if column in ("cpu", "inductor") else "tpu"
+        a, b, c = (torch.randn(n, n, device=device) for _ in range(3))
+
+        def body(a, b, c):
+            return torch.relu(a @ b + c)
+        fn = compiler(column)(body) if compiler(column) else body
+        if device == "cpu":  # (PyTorch's CPU GEMM has no one-pass bf16 mode: full float32)
+            return lambda: fn(a, b, c)
+
+        def step():
+            with torch.tpu.precision("medium"):
+                return fn(a, b, c)
+        return step
+    return make
+
+
+def training_case(make_model, make_batch, loss_fn):
+    def make(column):
+        device = "cpu" if column in ("cpu", "inductor") else "tpu"
+        torch.manual_seed(0)
+        model = make_model().to(device)
+        x, target = make_batch(device)
+        capturable = column == "compiled"  # (step counts on the device: the step compiles whole)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=capturable)
+
+        def loss_of(x, target):
+            return loss_fn(model(x), target)
+        opt_step = opt.step
+        if compiler(column):
+            loss_of = compiler(column)(loss_of)
+            opt_step = compiler(column)(opt.step)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_of(x, target)
+            loss.backward()
+            opt_step()
+            return loss.item()
+        return step
+    return make
+
+
+def mlp_case(quick):
+    d, h, b = (256, 1024, 64) if quick else (1024, 4096, 256)
+    return training_case(
+        lambda: nn.Sequential(nn.Linear(d, h), nn.GELU(), nn.Linear(h, d)),
+        lambda device: (torch.randn(b, d, device=device), torch.randn(b, d, device=device)),
+        F.mse_loss)
+
+
+def transformer_case(quick):
+    d, heads, ff, seq, b = (128, 4, 512, 64, 4) if quick else (512, 8, 2048, 256, 8)
+    return training_case(
+        lambda: nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True,
+                                           activation="gelu"),
+        lambda device: (torch.randn(b, seq, d, device=device),
+                        torch.randn(b, seq, d, device=device)),
+        F.mse_loss)
+
+
+EXAMPLE = dict(vocab=80, d_model=64, layers=2, heads=4, context=64, batch=16)
+
+
+def example_model():
+    e = EXAMPLE
+    return example.CharTransformer(e["vocab"], e["d_model"], e["layers"], e["heads"],
+                                   e["context"])
+
+
+def example_case():
+    e = EXAMPLE
+
+    def batch(device):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
+        y = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
+        return x.to(device), y.to(device)
+
+    def loss(logits, y):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return training_case(example_model, batch, loss)
+
+
+# --- measurements ---------------------------------------------------------------------------
+
+
+def estimate_of(fn):
+    """Estimated TPU seconds of one call (after a warm call), the counters of that call, and the
+    host seconds its matrix products took on the MXU executor (the simulated MXU numerics)."""
+    fn()
+    common.sync()
+    torchtpu.metrics.reset()
+    result = fn()  # kept until after the sync: fused eager skips work nobody can see
+    common.sync()
+    del result
+    return (torchtpu.metrics.estimate()["device_time_s"], torchtpu.metrics.compiled(),
+            eager_modes.mxu_host_seconds())
+
+
+def cold_compile_seconds(make):
+    """Seconds of the first call of a fresh compiled step (Dynamo, AOTAutograd, capture), less
+    the time of a warm call."""
+    torch._dynamo.reset()
+    fn = make("compiled")
+    start = time.perf_counter()
+    fn()
+    common.sync()
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    fn()
+    common.sync()
+    return first - (time.perf_counter() - start)
+
+
+def dynamic_lengths(lengths):
+    """Dynamo compilations and programs for the example's forward over `lengths` with
+    dynamic=True."""
+    torch._dynamo.reset()
+    torchtpu.metrics.reset()
+    torch.manual_seed(0)
+    model = example_model().to("tpu").eval()
+    fwd = torch.compile(model, backend="tpu", dynamic=True)
+    cpu_model = example_model().eval()
+    cpu_model.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+    worst = 0.0
+    with torch.no_grad():
+        for n in lengths:
+            ids = torch.randint(EXAMPLE["vocab"], (2, n))
+            got = fwd(ids.to("tpu")).cpu()
+            worst = max(worst, (got - cpu_model(ids)).abs().max().item())
+    c = torchtpu.metrics.compiled()
+    return {"lengths": list(lengths), "dynamo_graphs": c["dynamo_graphs"],
+            "programs": c["programs"], "max_abs_diff_vs_cpu": worst}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cases", default="a,b,c,d,example")
+    args = parser.parse_args()
+    n = 1024 if args.quick else 4096
+    makers = {
+        "a_elementwise_chain": chain_case(n),
+        "b_relu_matmul_add": seed_case(n),
+        "c_mlp_train_step": mlp_case(args.quick),
+        "d_transformer_train_step": transformer_case(args.quick),
+        "example_train_step": example_case(),
+    }
+    wanted = args.cases.split(",")
+    makers = {k: v for k, v in makers.items() if k.split("_")[0] in wanted}
+    rows = []
+    for name, make in makers.items():
+        print(f"== {name}", flush=True)
+        fns = {column: make(column) for column in COLUMNS}
+        runs = {c: (eager_modes.in_mode("fused", fns[c]) if c == "fused" else fns[c])
+                for c in COLUMNS}
+        times = common.interleaved(runs, repeats=args.repeats)
+        row = {"case": name}
+        for c in COLUMNS:
+            row[c] = {"host_s": common.median(times[c])}
+        for c in TPU_COLUMNS:
+            if c == "fused":
+                with torchtpu.eager_mode("fused"):
+                    est, comp, mxu_s = estimate_of(fns[c])
+            else:
+                est, comp, mxu_s = estimate_of(fns[c])
+            row[c]["estimated_tpu_s"] = est
+            # The host GEMMs of the simulated MXU (bf16 passes with TPU rounding) bound the host
+            # time from below: no way of running the graph removes them.
+            row[c]["mxu_host_s"] = mxu_s
+            if c == "compiled":
+                row[c]["program_runs"] = comp["program_runs"]
+                row[c]["runs_op_by_op"] = comp["runs_op_by_op"]
+                row[c]["program_failures"] = comp["program_failures"]
+        comp_s, strict_s = row["compiled"], row["strict"]
+        row["ratios"] = {
+            "estimated_compiled_over_strict": comp_s["estimated_tpu_s"] / strict_s["estimated_tpu_s"],
+            "host_compiled_over_strict": comp_s["host_s"] / strict_s["host_s"],
+            "host_cpu_over_compiled": row["cpu"]["host_s"] / comp_s["host_s"],
+            "host_inductor_over_compiled": row["inductor"]["host_s"] / comp_s["host_s"],
+            # the MXU's host GEMMs alone, as a fraction of PyTorch CPU eager's whole step
+            "mxu_gemms_over_cpu_step": comp_s["mxu_host_s"] / row["cpu"]["host_s"],
+        }
+        rows.append(row)
+        r = row["ratios"]
+        print("  host ms: " + "  ".join(f"{c} {row[c]['host_s'] * 1e3:.2f}" for c in COLUMNS))
+        print("  est. TPU ms: " + "  ".join(f"{c} {row[c]['estimated_tpu_s'] * 1e3:.3f}"
+                                           for c in TPU_COLUMNS))
+        print(f"  compiled/strict est. {r['estimated_compiled_over_strict']:.2f}x, host "
+              f"{r['host_compiled_over_strict']:.2f}x; compiled is {r['host_cpu_over_compiled']:.2f}x "
+              f"as fast as PyTorch CPU eager, {r['host_inductor_over_compiled']:.2f}x as fast as "
+              f"CPU Inductor; program runs per step {comp_s['program_runs']}, graph calls op by op "
+              f"{comp_s['runs_op_by_op']} {comp_s['program_failures'] or ''}", flush=True)
+        print(f"  the simulated MXU's host GEMMs alone take {comp_s['mxu_host_s'] * 1e3:.2f} ms "
+              f"of the compiled step ({r['mxu_gemms_over_cpu_step']:.2f}x PyTorch CPU eager's "
+              f"whole step)", flush=True)
+        del fns, runs
+    compile_s = None
+    if "d" in wanted:
+        compile_s = cold_compile_seconds(transformer_case(args.quick))
+        print(f"compile time of (d), cold in this process: {compile_s:.2f} s "
+              f"(warm from a disk cache: not available yet)")
+    dyn = dynamic_lengths([8, 12, 16, 24, 32, 40, 48, 64])
+    print(f"dynamic=True over {len(dyn['lengths'])} sequence lengths: {dyn['dynamo_graphs']} "
+          f"Dynamo compilations, {dyn['programs']} programs (one per length), max |diff| vs CPU "
+          f"{dyn['max_abs_diff_vs_cpu']:.2e}")
+    name = "compile" + ("_quick" if args.quick else "")
+    common.write_json(name, {"rows": rows, "compile_cold_s_d": compile_s, "dynamic": dyn,
+                             "repeats": args.repeats})
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+        labels = [r["case"] for r in rows]
+        width = 0.16
+        for k, c in enumerate(COLUMNS):
+            axes[0].bar([i + (k - 2) * width for i in range(len(rows))],
+                        [r[c]["host_s"] / r["strict"]["host_s"] for r in rows], width, label=c)
+        axes[0].set_title("host time per step (measured), relative to strict eager")
+        for k, c in enumerate(TPU_COLUMNS):
+            axes[1].bar([i + (k - 1) * width for i in range(len(rows))],
+                        [r[c]["estimated_tpu_s"] / r["strict"]["estimated_tpu_s"] for r in rows],
+                        width, label=c)
+        axes[1].set_title("TPU time per step (estimated), relative to strict eager")
+        for ax in axes:
+            ax.set_xticks(range(len(rows)))
+            ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+            ax.axhline(1.0, color="gray", lw=0.5)
+            ax.legend(fontsize=8)
+        return fig
+    common.plot(name, draw)
+
+
+if __name__ == "__main__":
+    main()
