@@ -51,8 +51,7 @@ class _GraphProgram:
         self.failure = ""
         random = _random_op(gm)
         if random is not None:
-            # Its numbers would be drawn once, at the capture, and replayed (on the CPU too: a
-            # CPU random op inside the graph is no op of torchtpu's, so only the graph shows it).
+            # Its numbers would be drawn once, at the capture, and replayed.
             self.failures = self._MAX_FAILURES
             self.failure = f"random op: {random}"
             _count("compile.program_failures")
@@ -90,6 +89,7 @@ class _GraphProgram:
             self.failure = failure
             _count("compile.program_failures")
             _count(f"compile.program_failure.{failure}")
+            _count("compile.graph_runs_op_by_op")
             return outs
         template = [None if isinstance(o, torch.Tensor) else o for o in flat]
         self.programs.append((others, program, template))
@@ -100,10 +100,16 @@ class _GraphProgram:
 
 
 def _random_op(gm):
-    """The name of the first op of the graph that draws random numbers, or None."""
+    """The name of the first op of the graph that draws random numbers on the host (a CPU random
+    op, which no torchtpu kernel sees: a capture would draw its numbers once), or None. (Random
+    ops on "tpu" are recorded into programs and draw at every run.)"""
     for node in gm.graph.nodes:
         tags = getattr(node.target, "tags", ()) if node.op == "call_function" else ()
-        if torch.Tag.nondeterministic_seeded in tags:
+        if torch.Tag.nondeterministic_seeded not in tags:
+            continue
+        values = node.meta.get("val")
+        values = values if isinstance(values, (tuple, list)) else [values]
+        if not any(isinstance(v, torch.Tensor) and v.device.type == "tpu" for v in values):
             return str(node.target)
     return None
 

@@ -121,13 +121,25 @@ struct State {
 
 thread_local bool t_capturing = false;  // this thread captures a program (records in any mode)
 
-// Caller holds the mutex.
+// The capture cannot become a program: its graph will run op by op. The capturing thread stops
+// recording in a mode where it would not (caller holds the mutex).
 void fail_capture(State& s, const std::string& why) {
-  if (s.capture.active && s.capture.failure.empty()) s.capture.failure = why;
+  if (!s.capture.active) return;
+  if (s.capture.failure.empty()) s.capture.failure = why;
+  if (std::this_thread::get_id() == s.capture.owner) t_capturing = false;
 }
-void fail_capture_unlocked(State& s, const std::string& why) {
-  auto lock = runtime::lock_without_gil(s.mutex);
+
+bool capture_owner(const State& s) {
+  return s.capture.active && std::this_thread::get_id() == s.capture.owner;
+}
+
+void flush_locked(State& s, runtime::FlushReason reason);
+
+// fail_capture() before an op that runs at once: what the capture recorded runs first, so that
+// random numbers are drawn in program order (a recorded random op draws when its graph runs).
+void fail_capture_and_flush(State& s, const std::string& why) {
   fail_capture(s, why);
+  if (!s.nodes.empty()) flush_locked(s, runtime::FlushReason::compiled_graph);
 }
 
 // An op of a graph being captured that runs at once instead of being recorded (a factory whose
@@ -136,18 +148,18 @@ void fail_capture_unlocked(State& s, const std::string& why) {
 // pending: its result is the same at every call. Otherwise the capture fails. (Random ops fail
 // before: their numbers are not constants.) The program later refuses to write a constant.
 void fold_or_fail(State& s, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
-                  const std::string& why) {
+                  const std::string& why, bool random = false) {
   const size_t num_args = op.schema().arguments().size();
   torch::jit::Stack args(stack.end() - num_args, stack.end());
   auto lock = runtime::lock_without_gil(s.mutex);
-  bool reads_input = false;
+  bool reads_input = random;  // (random numbers are never constants)
   for_each_tensor_slot(args, [&](at::Tensor& t) {
     if (!t.defined() || t.is_cpu() || reads_input) return;
     reads_input = s.capture.inputs.count(t.storage().unsafeGetStorageImpl()) > 0 ||
                   pending_of(t.storage()) != nullptr;
   });
   if (reads_input) {
-    fail_capture(s, why);
+    fail_capture_and_flush(s, why);
   } else if (s.capture.active) {
     ++s.capture.folded;
     runtime::metrics::count("compile.program_folded." + why);
@@ -173,7 +185,6 @@ void prune_registry(State& s) {
   }
 }
 
-void flush_locked(State& s, runtime::FlushReason reason);
 std::string current_location();
 
 // c10's storage materializer (c10/core/StorageMaterializer.h), installed on every pending
@@ -446,6 +457,15 @@ void adopt_producer_shape(Node& node, const std::unordered_map<uint64_t, Dims>& 
   }
 }
 
+// A random op that fills its arguments (bernoulli_, normal_, ...), rather than returning new
+// tensors.
+bool random_op_writes_arguments(const c10::FunctionSchema& schema) {
+  for (const auto& a : schema.arguments()) {
+    if (a.alias_info() != nullptr && a.alias_info()->isWrite()) return true;
+  }
+  return false;
+}
+
 // Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
 void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
             const std::string& name, const aten::OpTraits& traits, c10::Device device,
@@ -560,6 +580,12 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   }
 
   node.checks_values = checks_values(schema, ranges, node.operands, traits);
+  if (traits.random) {
+    // (Recorded only into programs.) Its draws advance the generator: it always runs, through
+    // its kernel, in program order with the other random ops.
+    node.checks_values = true;
+    node.elementwise = false;
+  }
   s.fingerprint = h;
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
@@ -992,17 +1018,22 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     return false;
   }
   const std::string name = aten::op_name(op);
-  if (capturing && capture == Capture::random) {
-    // (Its numbers would be drawn once, at the capture, and replayed.)
-    fail_capture_unlocked(s, "random op: " + name);
-  }
   if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
-    return true;
+    return true;  // (while capturing, its mask's bernoulli_ is recorded too)
+  }
+  if (capturing && capture == Capture::random) {
+    // In a program a random op is recorded like any op: it draws its numbers when the program
+    // runs, in the program's order (record() keeps it from being fused or eliminated). (Fused
+    // eager runs it at once instead: an eager graph may be cut anywhere, and its draws must
+    // stay in program order with the ops around it.)
+    capture = random_op_writes_arguments(op.schema()) ? Capture::results_are_arguments
+                                                      : Capture::new_results;
   }
   Decision d = decide(op, stack, capture, name, traits);
   if (d.run_now) {
     if (capturing) {
-      fold_or_fail(s, op, *stack, std::string(runtime::policy(*d.run_now).label) + ": " + name);
+      fold_or_fail(s, op, *stack, std::string(runtime::policy(*d.run_now).label) + ": " + name,
+                   traits.random);
     }
     prepare_to_run(s, op, stack, *d.run_now, name);
     return false;
@@ -1012,7 +1043,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     if (meta.defined()) new_bytes += meta.storage().nbytes();
   }
   if (new_bytes > 0 && memory_pressure(d.device, new_bytes)) {  // runs now
-    if (capturing) fold_or_fail(s, op, *stack, "memory pressure at " + name);
+    if (capturing) fold_or_fail(s, op, *stack, "memory pressure at " + name, traits.random);
     return false;
   }
   std::string location = record_locations() ? current_location() : std::string();
@@ -1209,7 +1240,7 @@ bool begin_program(const std::vector<at::Tensor>& inputs) {
   State& s = state();
   if (t_capturing) return false;
   auto lock = runtime::lock_without_gil(s.mutex);
-  if (s.capture.active) return false;  // (another thread's capture)
+  if (s.capture.active) return false;  // (a capture of this or another thread)
   if (!s.nodes.empty()) {
     // The eager work recorded before the graph runs first: the program starts from real memory.
     note_materialization(FlushReason::compiled_graph, {}, {});
@@ -1263,7 +1294,10 @@ std::optional<std::pair<std::vector<Node>, uint64_t>> take_capture(State& s,
 Captured end_program(const std::vector<at::Tensor>& inputs,
                      const std::vector<at::Tensor>& outputs, const std::string& name) {
   State& s = state();
-  TORCH_INTERNAL_ASSERT(t_capturing, "end_program() without begin_program() on this thread");
+  {
+    auto lock = runtime::lock_without_gil(s.mutex);
+    TORCH_INTERNAL_ASSERT(capture_owner(s), "end_program() without begin_program() on this thread");
+  }
   std::string failure;
   auto captured = take_capture(s, failure);
   if (!captured) return Captured{nullptr, {}, failure};
@@ -1271,10 +1305,10 @@ Captured end_program(const std::vector<at::Tensor>& inputs,
 }
 
 void abort_program() {
-  if (!t_capturing) return;
   std::string failure;
   {
     auto lock = runtime::lock_without_gil(state().mutex);
+    if (!capture_owner(state())) return;
     fail_capture(state(), "an error inside the graph");
   }
   take_capture(state(), failure);

@@ -16,7 +16,7 @@ switching the (process's) eager mode to its own before each program, so that mod
 the other threads' running programs; random ops and
 errors are left out of those programs (SHARED_STATE_KINDS says why).
 
-With --compiled, each program (without random ops, saves, copies and errors) is compiled with
+With --compiled, each program (without saves, copies, errors and CPU draws) is compiled with
 torch.compile(backend="tpu") and called twice with different input values, capturing its graphs
 as programs and replaying them, in strict and fused eager (check_compiled).
 
@@ -130,14 +130,19 @@ def make_inputs(inputs, device: str, seed: int):
     return pool
 
 
-def run_steps(steps, pool, device: str, device_gen):
-    """The program's steps on `pool` (its inputs, updated in place by some steps)."""
+def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = False):
+    """The program's steps on `pool` (its inputs, updated in place by some steps).
+    `contiguous_random`: random ops fill contiguous tensors (compiled programs: AOTAutograd lays
+    out empty_like's result contiguously where eager keeps a transposed input's layout, so the
+    numbers land elsewhere; PyTorch's own aot_eager backend differs from eager the same way)."""
     events = []
     reads = []
     for st in steps:
         x = pool[st["a"] % len(pool)]
         y = pool[st["b"] % len(pool)]
         kind = st["kind"]
+        if contiguous_random and kind in ("dropout", "random"):
+            x = x.contiguous()
         if kind == "unary":
             pool.append(unary(st["op"], x))
         elif kind == "binary":
@@ -290,33 +295,38 @@ def compare_results(what, reference, result, strides) -> str | None:
     return None
 
 
-# Left out of compiled programs: random numbers (a compiled graph with a random op runs op by op,
-# tested in test_compile.py), and torch.save / deepcopy / errors, which are host work around a
-# graph rather than graph ops.
-COMPILED_EXCLUDED_KINDS = SHARED_STATE_KINDS + ("save", "deepcopy")
+# Left out of compiled programs: torch.save / deepcopy / errors, which are host work around a
+# graph rather than graph ops, and draws from the CPU generator (a graph with a CPU random op runs
+# op by op, tested in test_compile.py). Random ops on the device are in: a program draws them at
+# every run, in program order, the numbers eager draws for the seed.
+COMPILED_EXCLUDED_KINDS = ("host_random", "error", "save", "deepcopy")
 
 
 def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12) -> str | None:
     """Compiles program `seed` with torch.compile(backend="tpu") and calls it twice, on two sets
     of input values (the capture of its programs, then their replay), in each mode; every value
     and host read must match the CPU's for the same inputs."""
-    inputs, steps = gen_program(seed, length, shared_state_ops=False)
+    inputs, steps = gen_program(seed, length)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     value_seeds = (seed, seed + 100_000)
     references = []
     for vs in value_seeds:
+        device_gen = torch.Generator().manual_seed(vs + 1)  # (the tpu generator's numbers)
         try:
-            references.append(run_steps(steps, make_inputs(inputs, "cpu", vs), "cpu", None))
+            references.append(run_steps(steps, make_inputs(inputs, "cpu", vs), "cpu", device_gen,
+                                        contiguous_random=True))
         except RuntimeError:
             return None  # the CPU refuses it (the eager fuzzer covers those)
     for mode in modes:
         torch._dynamo.reset()  # (one code object for every program: fresh caches)
-        body = torch.compile(lambda *pool: run_steps(steps, list(pool), "tpu", None),
-                             backend="tpu")
+        body = torch.compile(
+            lambda *pool: run_steps(steps, list(pool), "tpu", None, contiguous_random=True),
+            backend="tpu")
         for vs, reference in zip(value_seeds, references):
             with torchtpu.eager_mode(mode):
                 try:
                     pool = make_inputs(inputs, "tpu", vs)
+                    torch.tpu.manual_seed(vs + 1)
                     got, reads, events = body(*pool)
                     result = ([t.cpu() for t in got], reads, events)
                 except Exception as e:  # noqa: BLE001 - report, with the seed
