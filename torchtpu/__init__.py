@@ -34,6 +34,9 @@ torch.utils.generate_methods_for_privateuse1_backend(
 from . import debug  # noqa: E402,F401
 from . import metrics  # noqa: E402
 from . import _inductor_route  # noqa: E402
+from . import _meta_kernels  # noqa: E402
+
+_meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 
 _inductor_route.install()  # torch.compile(model) on "tpu": backend "tpu" (docs/compiled-mode.md)
 from .tpu import (  # noqa: E402,F401

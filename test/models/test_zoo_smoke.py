@@ -1,9 +1,11 @@
 """The CI tier of the model-zoo sweep: five architectures (a dense causal LM, a text encoder, a
 mixture-of-experts causal LM, an image encoder, a speech encoder-decoder) through the same steps
 as `python test/models/zoo.py`, each in
-its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE); and a tiny model saved to a
-folder and loaded with `from_pretrained(folder, device_map="tpu")` through accelerate."""
+its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE, and compiled with
+torch.compile(backend="tpu")); and a tiny model saved to a folder and loaded with
+`from_pretrained(folder, device_map="tpu")` through accelerate."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +25,34 @@ def test_model_matches_cpu(model_type, causal):
     row = json.loads(lines[-1])
     assert row["status"] == "pass", row
     assert not row.get("fallbacks"), row  # the whole run is native
+
+
+# (model type, causal LM, its graphs run as programs): the MoE layer of afmoe reads its routing on
+# the host inside the graph (tokens per expert), so its graphs run op by op, counted.
+COMPILED = [("llama", True, True), ("bert", False, True), ("afmoe", True, False),
+            ("vit", False, True), ("whisper", False, True)]
+
+
+@pytest.mark.skipif(os.environ.get("TORCHTPU_EAGER_MODE", "strict") != "strict",
+                    reason="the compiled tier runs once, with the strict pytest run")
+@pytest.mark.parametrize("model_type,causal,programs", COMPILED)
+def test_model_matches_cpu_compiled(model_type, causal, programs):
+    """torch.compile(model, backend="tpu"): forward, AOTAutograd's backward and a compiled
+    capturable AdamW step against the CPU."""
+    cmd = [sys.executable, str(ZOO), "--one", model_type, "--modes", "compiled"] + (
+        ["--causal"] if causal else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert lines, proc.stderr[-2000:]
+    row = json.loads(lines[-1])
+    assert row["status"] == "pass", row
+    assert not row.get("fallbacks"), row
+    c = row["compiled"]
+    assert c["dynamo_graphs"] >= 1, row
+    if programs:
+        assert c["programs"] >= 3 and c["runs_op_by_op"] == 0, row  # forward, backward, step
+    else:
+        assert c["runs_op_by_op"] >= 1 and c["program_failures"], row
 
 
 FROM_PRETRAINED = """

@@ -353,21 +353,29 @@ def float64_grads(ref: dict) -> dict:
 
 
 def run_on_tpu(ref: dict, mode: str) -> dict:
-    """Run the stages of `ref` on "tpu" in eager `mode`, compared with the CPU results."""
+    """Run the stages of `ref` on "tpu" in eager `mode`, compared with the CPU results. Mode
+    "compiled": the forward (with AOTAutograd's backward) and a capturable AdamW step compiled
+    with torch.compile(backend="tpu"), in strict eager (generate() runs eagerly)."""
     import copy
 
     import torch
     import torchtpu
 
-    torchtpu.set_eager_mode(mode)
+    compiled = mode == "compiled"
+    torchtpu.set_eager_mode("strict" if compiled else mode)
     stage = "forward"
     checked: list[str] = []
     try:
         dev_model = copy.deepcopy(ref["model"]).to("tpu")
         torchtpu.metrics.reset()
+        if compiled:
+            import torch._dynamo
+
+            torch._dynamo.reset()
+        forward = torch.compile(dev_model, backend="tpu") if compiled else dev_model
         torch.manual_seed(0)
-        a = first_tensor(dev_model(**{k: v.to("tpu") if torch.is_tensor(v) else v
-                                      for k, v in ref["inputs"].items()}))
+        a = first_tensor(forward(**{k: v.to("tpu") if torch.is_tensor(v) else v
+                                    for k, v in ref["inputs"].items()}))
         torch.testing.assert_close(a.detach().cpu(), ref["out"], atol=ATOL, rtol=RTOL)
         stage = "backward"
         a.float().pow(2).mean().backward()
@@ -402,7 +410,8 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
                 raise AssertionError(f"generated tokens differ: {g_tpu.cpu().tolist()} vs "
                                      f"{ref['generated'].tolist()}")
         stage = "optimizer"
-        torch.optim.AdamW(dev_model.parameters(), lr=1e-3).step()
+        opt = torch.optim.AdamW(dev_model.parameters(), lr=1e-3, capturable=compiled)
+        (torch.compile(opt.step, backend="tpu") if compiled else opt.step)()
         # Adam's first step moves a parameter by about lr * sign(grad): where the true gradient
         # is ~0, rounding noise of either sign can differ by up to 2 * lr.
         for p_cpu, p_tpu in zip(ref["stepped"], dev_model.parameters()):
@@ -411,6 +420,11 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
         row = {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
         if checked:
             row["checked_against_float64"] = checked
+        if compiled:
+            c = torchtpu.metrics.compiled()
+            row["compiled"] = {k: c[k] for k in ("dynamo_graphs", "programs", "program_runs",
+                                                 "runs_op_by_op", "program_failures")}
+            row["compiled"]["graph_breaks"] = sum(c["graph_breaks"].values())
         return row
     except IllConditioned as e:
         return {"status": "harness", "reason": f"ill-conditioned in float32: {e}"}
@@ -478,7 +492,7 @@ def sweep(args) -> None:
     print(counts)
 
 
-def report(paths: list[str]) -> None:
+def report(paths: list[str], target: Path | None = None) -> None:
     rows = [json.loads(l) for path in paths for l in open(path) if l.strip()]
     # a type rerun in a later file replaces its earlier records
     latest = {(r["model_type"], r.get("mode", "strict")): r for r in rows}
@@ -547,8 +561,9 @@ def report(paths: list[str]) -> None:
               + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) + ".", "",
               "| model type | reason |", "|---|---|"]
     lines += [f"| {r['model_type']} | {cell(r['reason'])} |" for r in harness]
-    Path(ROOT / "docs" / "models.md").write_text("\n".join(lines) + "\n")
-    print("wrote docs/models.md:", "; ".join(l for l in lines if l.startswith("| ") and "% |" in l))
+    target = target or ROOT / "docs" / "models.md"
+    target.write_text("\n".join(lines) + "\n")
+    print(f"wrote {target}:", "; ".join(l for l in lines if l.startswith("| ") and "% |" in l))
 
 
 def harness_kind(reason: str) -> str:
@@ -579,11 +594,12 @@ if __name__ == "__main__":
     p.add_argument("--out", default=str(ROOT / "build" / "zoo.jsonl"))
     p.add_argument("--types", help="comma-separated model types (instead of --limit)")
     p.add_argument("--report", nargs="+", help="JSONL files of sweep shards: write docs/models.md")
+    p.add_argument("--report-to", help="write the report here instead of docs/models.md")
     a = p.parse_args()
     if a.one:
         for row in run_one(a.one, a.causal, a.modes.split(",")):
             print(json.dumps(row))
     elif a.report:
-        report(a.report)
+        report(a.report, Path(a.report_to) if a.report_to else None)
     else:
         sweep(a)
