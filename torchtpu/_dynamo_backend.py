@@ -49,6 +49,7 @@ class _GraphProgram:
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         self.failures = 0
         self.failure = ""
+        self.lines_known = False
         random = _random_op(gm)
         if random is not None:
             # Its numbers would be drawn once, at the capture, and replayed.
@@ -69,6 +70,14 @@ class _GraphProgram:
                 outs = _C.program_run(program, tensors)
                 if outs is not None:
                     return _merge(template, outs)
+        if not self.lines_known:
+            # (The errors of its ops name the user's lines. A lazy graph module writes its code,
+            # and the map of its lines, at its first call.)
+            self.lines_known = True
+            force = getattr(type(self.gm), "force_recompile", None)
+            if force is not None:
+                force(self.gm)
+            _C.add_fx_lines(_user_lines(self.gm))
         if (
             _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
             or self.failures >= self._MAX_FAILURES
@@ -97,6 +106,28 @@ class _GraphProgram:
 
     def stats(self) -> list:
         return [_C.program_stats(p) for _, p, _ in self.programs]
+
+
+def _user_lines(gm) -> dict:
+    """Lines of the graph's generated code ("<eval_with_key>.3:12") -> the user's line that made
+    the op there ("model.py:40"), from the nodes' stack traces."""
+    import re
+
+    lineno_map = getattr(gm, "_lineno_map", None)
+    code = getattr(gm.forward, "__code__", None)
+    if not lineno_map or code is None:
+        return {}
+    nodes = list(gm.graph.nodes)
+    out = {}
+    for rel, idx in lineno_map.items():
+        if idx is None or idx >= len(nodes):
+            continue
+        trace = nodes[idx].meta.get("stack_trace") or ""
+        found = re.findall(r'File "([^"]+)", line (\d+)', trace)
+        if found:
+            path, line = found[-1]
+            out[f"{code.co_filename}:{code.co_firstlineno + rel}"] = f"{path}:{line}"
+    return out
 
 
 def _random_op(gm):

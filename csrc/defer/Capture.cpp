@@ -1046,7 +1046,8 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     if (capturing) fold_or_fail(s, op, *stack, "memory pressure at " + name, traits.random);
     return false;
   }
-  std::string location = record_locations() ? current_location() : std::string();
+  // (A program keeps the line of each op, for its errors: a capture runs once.)
+  std::string location = record_locations() || capturing ? current_location() : std::string();
   auto lock = runtime::lock_without_gil(s.mutex);
   record(s, op, stack, capture, name, traits, d.device, std::move(d.new_results),
          std::move(location));

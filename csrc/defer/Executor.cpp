@@ -73,7 +73,7 @@ std::string where(const Node& n) {
 // through its kernel or inside a fused region.
 std::string error_context(const std::string& name, const std::string& location) {
   return name + (location.empty() ? std::string() : " (recorded at " + location + ")") +
-         ", run from the pending graph of fused eager: ";
+         ", run from a recorded graph (fused eager, or a compiled program): ";
 }
 
 // How a fused op reaches one operand in a block.

@@ -11,7 +11,10 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <map>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 namespace py = pybind11;
 
@@ -59,8 +62,20 @@ struct ProgramRef {
   api::Program program;
 };
 
+// Lines of the code FX generates for compiled graphs ("<eval_with_key>.3:12") -> the user's line
+// that made the op ("model.py:40"), from the graphs' stack traces (torchtpu/_dynamo_backend.py).
+std::mutex g_fx_lines_mutex;
+std::unordered_map<std::string, std::string> g_fx_lines;
+
+std::string user_line_of(std::string location) {
+  if (location.rfind("<eval_with_key>", 0) != 0) return location;
+  std::lock_guard<std::mutex> lock(g_fx_lines_mutex);
+  auto it = g_fx_lines.find(location);
+  return it == g_fx_lines.end() ? location : it->second;
+}
+
 // The innermost Python frame outside torch and torchtpu, as "file.py:line" (for the locations of
-// materialization points and recorded ops).
+// materialization points and recorded ops; in a compiled graph, the user's line of its op).
 std::string python_location() {
   if (!Py_IsInitialized()) return {};
   py::gil_scoped_acquire gil;
@@ -75,8 +90,10 @@ std::string python_location() {
     std::string path = name != nullptr ? name : "";
     Py_XDECREF(file);
     Py_DECREF(code);
-    const bool library = path.find("/torch/") != std::string::npos ||
-                         path.find("/torchtpu/") != std::string::npos;
+    // (The code FX generates for a compiled graph is named after torch's file that made it.)
+    const bool library = path.rfind("<eval_with_key>", 0) != 0 &&
+                         (path.find("/torch/") != std::string::npos ||
+                          path.find("/torchtpu/") != std::string::npos);
     if (!library || found.empty()) {
       found = path + ":" + std::to_string(PyFrame_GetLineNumber(frame));
     }
@@ -89,7 +106,7 @@ std::string python_location() {
     frame = back;
   }
   PyErr_Clear();
-  return found;
+  return user_line_of(std::move(found));
 }
 
 // Rule 1 of host waits (docs/design.md, "Host waits"): a thread holding the GIL releases it while it waits for a lock.
@@ -217,6 +234,10 @@ PYBIND11_MODULE(_C, m) {
     py::object program = py::none();
     if (c.program) program = py::cast(ProgramRef{std::move(c.program)});
     return py::make_tuple(program, list_of(c.outputs), c.failure);
+  });
+  m.def("add_fx_lines", [](const std::map<std::string, std::string>& lines) {
+    std::lock_guard<std::mutex> lock(g_fx_lines_mutex);
+    for (const auto& [fx, user] : lines) g_fx_lines[fx] = user;
   });
   m.def("program_abort", [] {
     py::gil_scoped_release nogil;

@@ -357,3 +357,25 @@ def test_the_default_torch_compile_on_tpu_tensors_is_compiled_by_backend_tpu():
     cpu_f = torch.compile(lambda t: torch.cos(t) + 1)
     torch.testing.assert_close(cpu_f(x), torch.cos(x) + 1)
     assert torchtpu.metrics.counters().get("compile.inductor_routed") == 1  # (Inductor's)
+
+
+def test_an_error_inside_a_program_names_the_op_and_the_users_line():
+    """An index out of range at a replay is raised (at the next synchronization in strict eager,
+    as CUDA raises it) as the CPU's IndexError, naming the op and the line of the compiled
+    function that made it."""
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op: the error is raised at the op")
+    import inspect
+
+    def pick(x, idx):
+        y = x * 2
+        return torch.index_select(y, 0, idx) + 1
+
+    line = inspect.getsourcelines(pick)[1] + 2
+    g = torch.compile(pick, backend="tpu")
+    x = torch.randn(8).to("tpu")
+    g(x, torch.tensor([1, 2]).to("tpu"))  # the capture
+    with pytest.raises(IndexError, match=rf"aten::index_select \(recorded at .*test_compile.py:{line}\)"):
+        g(x, torch.tensor([1, 20]).to("tpu"))
+        torchtpu.sync()
+    assert compiled()["programs"] == 1  # (the replay raised: no new capture)
