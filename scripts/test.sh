@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: sets up (scripts/setup.sh), then runs the GoogleTest suite through CTest,
 # the pytest suite in each eager mode (which also builds and runs the LibTorch C++ example through
-# find_package(torchtpu)), the stress suite's short tier, PyTorch's ModuleInfo sweep, and the CI tier of the OpInfo sweep (one
+# find_package(torchtpu)), the stress suite's short tier, PyTorch's ModuleInfo sweep (also
+# compiled with torch.compile(backend="tpu")), and the CI tier of the OpInfo sweep (one
 # shard of eight; the whole sweep is scripts/opinfo_sweep.sh). The sweeps run in pytest
 # processes of their own: PyTorch's test utilities change global state when imported.
 set -euo pipefail
@@ -22,10 +23,13 @@ echo "== stress suite, short tier (one round of each kind per mode, about 20 s e
 echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
+echo "== ModuleInfo and the OpInfo shard again compiled: torch.compile(backend=\"tpu\") against the CPU (OpInfo: against the op compiled by PyTorch's aot_eager)"
+(cd test/opinfo && TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
+(cd test/opinfo && TORCHTPU_COMPILED=1 "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
 echo "== the same sweeps in fused eager"
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
-echo "== transformers model zoo, CI tier (5 architectures, strict then fused; the sweep is scripts/zoo_sweep.sh)"
+echo "== transformers model zoo, CI tier (5 architectures: strict and compiled, then fused; the sweep is scripts/zoo_sweep.sh)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

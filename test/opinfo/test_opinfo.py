@@ -31,6 +31,23 @@ def _selected():
     return [op for i, op in enumerate(chosen) if i % count == index]
 
 
+# TORCHTPU_COMPILED=1: every sample through torch.compile(backend="tpu") against the same op
+# compiled on the CPU with PyTorch's own backend "aot_eager" (Dynamo and AOTAutograd, then eager
+# kernels): where compiling changes PyTorch's result (a meta kernel's shape, a decomposition's
+# rounding), "tpu" is held to what PyTorch's compiled result is. Fewer samples per op: each is a
+# compilation.
+COMPILED = os.environ.get("TORCHTPU_COMPILED") == "1"
+COMPILED_SAMPLES = 4
+
+
+def _compiled(op, backend):
+    def run(s):
+        torch._dynamo.reset()  # (one code object for every op: a fresh cache, no recompile limit)
+        return torch.compile(lambda *a, **k: op(*a, **k), backend=backend)(
+            s.input, *s.args, **s.kwargs)
+    return run
+
+
 def _in_float32(op, sample, dtype):
     """op on the CPU with the sample's `dtype` tensors widened to float32, results rounded back."""
     widen = sample.transform(lambda x: x.float() if isinstance(x, torch.Tensor) and x.dtype == dtype else x)
@@ -50,25 +67,29 @@ class TestTpuOpInfo(TestCase):
         torchtpu.set_fallback_mode("silent")
         torchtpu.metrics.reset()
         compared = 0
+        if COMPILED:
+            cpu_op, tpu_op = _compiled(op, "aot_eager"), _compiled(op, "tpu")
+        else:
+            cpu_op = tpu_op = lambda s: op(s.input, *s.args, **s.kwargs)  # noqa: E731
         try:
             for i, sample in enumerate(op.reference_inputs("cpu", dtype, requires_grad=False)):
                 tpu_sample = sample.transform(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x)
                 torch.manual_seed(i)
                 try:
-                    if key in REFERENCE_IN_FLOAT32:
+                    if key in REFERENCE_IN_FLOAT32 and not COMPILED:
                         expected = _in_float32(op, sample, dtype)
                     else:
-                        expected = op(sample.input, *sample.args, **sample.kwargs)
+                        expected = cpu_op(sample)
                 except Exception as cpu_error:  # noqa: BLE001
                     # The CPU refuses this sample (say, a dtype its kernel lacks): "tpu" must
                     # refuse it with the same kind of error, not return something.
                     with self.assertRaises(type(cpu_error)):
-                        op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
+                        tpu_op(tpu_sample)
                         torchtpu.sync()
                     compared += 1
                     continue
                 torch.manual_seed(i)
-                actual = op(tpu_sample.input, *tpu_sample.args, **tpu_sample.kwargs)
+                actual = tpu_op(tpu_sample)
                 expected = sample.output_process_fn_grad(expected)
                 actual = tpu_sample.output_process_fn_grad(actual)
                 actual = torch.utils._pytree.tree_map(_to_cpu, actual)
@@ -78,8 +99,8 @@ class TestTpuOpInfo(TestCase):
                 else:
                     self.assertEqual(actual, expected, exact_device=False)
                 compared += 1
-                if compared >= 40:  # reference inputs can number in the hundreds
-                    break
+                if compared >= (COMPILED_SAMPLES if COMPILED else 40):
+                    break  # (reference inputs can number in the hundreds)
             outcome = "pass"
         except Exception as e:  # noqa: BLE001 - recorded, then re-raised or xfailed
             outcome = f"fail: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -100,6 +121,10 @@ def _record(key, outcome, compared):
     row = {"op": key[0], "variant": key[1], "dtype": key[2], "outcome": outcome,
            "samples": compared, "native": torchtpu.metrics.native_ops(),
            "fallbacks": torchtpu.metrics.fallbacks()}
+    if COMPILED:
+        c = torchtpu.metrics.compiled()
+        row["compiled"] = {k: c[k] for k in ("dynamo_graphs", "programs", "program_runs",
+                                             "runs_op_by_op", "program_failures")}
     with open(path, "a") as f:
         f.write(json.dumps(row) + "\n")
 
