@@ -94,8 +94,9 @@ MXU_WORK = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int
 
 def mxu_host_seconds():
     """Host seconds the stream workers spent in matrix products since the last metrics reset."""
+    # (work names: "aten::mm", "aten::addmm.out", "aten::mm (recorded at model.py:12)")
     return sum(t for name, t in torchtpu.metrics.host_times().items()
-               if name.split(".")[0] in MXU_WORK)
+               if name.split(" ")[0].split(".")[0] in MXU_WORK)
 
 
 def in_mode(mode, fn):

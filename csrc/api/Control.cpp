@@ -132,7 +132,7 @@ std::optional<std::vector<at::Tensor>> run_program(const Program& program,
 ProgramStats program_stats(const Program& program) {
   defer::ProgramInfo i = defer::program_info(*program);
   return ProgramStats{i.name, i.ops, i.regions, i.fused_regions, i.ops_eliminated, i.runs,
-                      i.estimated_seconds, i.ir};
+                      i.estimated_seconds, i.vmem_kept_bytes, i.vmem_peak_bytes, i.ir};
 }
 
 }  // namespace torchtpu::api

@@ -76,6 +76,8 @@ struct ProgramStats {
   std::string name;
   int64_t ops = 0, regions = 0, fused_regions = 0, ops_eliminated = 0, runs = 0;
   double estimated_seconds = 0;
+  double vmem_kept_bytes = 0;
+  int64_t vmem_peak_bytes = 0;
   std::string ir;
 };
 ProgramStats program_stats(const Program& program);

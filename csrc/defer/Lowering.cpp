@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <tuple>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -260,6 +261,10 @@ struct Program {
   sim::Precision precision = sim::Precision::kHighest;
   int64_t runs = 0;
   double estimated_seconds = 0;
+  // Intermediates kept in VMEM (vmem_intermediates): HBM bytes a run does not move, and the
+  // most VMEM they hold at once.
+  double vmem_kept_bytes = 0;
+  int64_t vmem_peak_bytes = 0;
 };
 
 namespace {
@@ -315,6 +320,54 @@ void for_each_slot(Program& p, F&& f) {
     for (size_t j = 0; j < n.operands.size(); ++j) f(n.operands[j], p.keys.operands[i][j]);
     for (size_t j = 0; j < n.results.size(); ++j) f(n.results[j], p.keys.results[i][j]);
   }
+}
+
+// Intermediates in VMEM (the cost of a program, docs/compiled-mode.md): a value the program makes
+// and consumes itself (not an output) that takes HBM in the plan stays in the chip's VMEM when it
+// fits next to the other intermediates held there at the time: in region order, a value is
+// placed when its first region runs (if it fits) and freed after its last; each region that
+// reads or writes a placed value moves its bytes between VMEM and the units instead of HBM.
+// Returns the HBM bytes kept per run and the peak VMEM held.
+std::pair<double, int64_t> vmem_intermediates(const std::vector<Node>& nodes, const Keys& keys,
+                                               const Plan& plan, const std::vector<char>& alive,
+                                               int64_t vmem_bytes) {
+  const size_t P = keys.pending.size();
+  std::vector<int> first(P, -1);
+  std::vector<double> bytes(P, 0);
+  std::vector<int> regions_touching(P, 0);
+  std::vector<int> seen_in(P, -1);
+  for (size_t r = 0; r < plan.regions.size(); ++r) {
+    for (int i : plan.regions[r].nodes) {
+      if (!plan.live[i]) continue;
+      for_each_access(nodes, keys, static_cast<size_t>(i), [&](const Operand& o, int key) {
+        if (key < 0 || alive[key] || !plan.memory[key]) return;
+        if (first[key] < 0) {
+          first[key] = static_cast<int>(r);
+          bytes[key] = sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
+        }
+        if (seen_in[key] != static_cast<int>(r)) {
+          seen_in[key] = static_cast<int>(r);
+          ++regions_touching[key];
+        }
+      });
+    }
+  }
+  std::vector<char> placed(P, 0);
+  double kept = 0, held = 0, peak = 0;
+  for (size_t r = 0; r < plan.regions.size(); ++r) {
+    for (size_t k = 0; k < P; ++k) {
+      if (first[k] == static_cast<int>(r) && held + bytes[k] <= static_cast<double>(vmem_bytes)) {
+        placed[k] = 1;
+        held += bytes[k];
+        kept += bytes[k] * regions_touching[k];
+      }
+    }
+    peak = std::max(peak, held);
+    for (size_t k = 0; k < P; ++k) {
+      if (placed[k] && plan.last_region[k] == static_cast<int>(r)) held -= bytes[k];
+    }
+  }
+  return {kept, static_cast<int64_t>(peak)};
 }
 
 // Turns the captured operands into slots: no value, input or constant is held between runs.
@@ -436,6 +489,8 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                          : plan_of(nodes, p.keys, p.alive, fingerprint,
                                    ("compiled program " + name).c_str());
   for (const auto& record : p.keys.pending) p.values.emplace_back(record->device, record->nbytes);
+  std::tie(p.vmem_kept_bytes, p.vmem_peak_bytes) = vmem_intermediates(
+      nodes, p.keys, *p.plan, p.alive, sim::cost_model().chip().vmem_bytes);
   p.nodes = std::move(nodes);
   unbind(p);
   TORCHTPU_COUNT("compile.programs");
@@ -503,7 +558,9 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
     e = collect.total;
   }
   if (!p.nodes.empty()) {
-    // ... charged as one launch.
+    // ... charged as one launch, without the HBM traffic of its intermediates kept in VMEM.
+    e.hbm_bytes = std::max(0.0, e.hbm_bytes - p.vmem_kept_bytes);
+    e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
     e.launch_s = sim::cost_model().launch_seconds();
     e.launches = 1;
     p.estimated_seconds = e.seconds();
@@ -539,6 +596,8 @@ ProgramInfo program_info(const Program& p) {
   for (char l : p.plan->live) info.ops_eliminated += !l;
   info.runs = p.runs;
   info.estimated_seconds = p.estimated_seconds;
+  info.vmem_kept_bytes = p.vmem_kept_bytes;
+  info.vmem_peak_bytes = p.vmem_peak_bytes;
   info.ir = p.plan->ir;
   return info;
 }

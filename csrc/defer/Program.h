@@ -8,7 +8,7 @@
 // its operands turned into slots (graph inputs, constants, fresh values) and runs it. Later calls
 // replay it with run_program(): the slots are bound to the new inputs and fresh storages, and
 // the planned regions are enqueued with no dispatch, recording or planning per op; the cost
-// model charges the whole program as one launch.
+// model charges the whole program as one launch, its intermediates in VMEM where they fit.
 //
 // An op that runs at once instead of being recorded (arange, whose out= kernel sizes its result;
 // a host read of a constant) is folded into the program as a constant when it reads no graph
@@ -56,6 +56,8 @@ struct ProgramInfo {
   std::string name;
   int64_t ops = 0, regions = 0, fused_regions = 0, ops_eliminated = 0, runs = 0;
   double estimated_seconds = 0;  // one run, as one launch
+  double vmem_kept_bytes = 0;     // HBM bytes one run does not move: intermediates in VMEM
+  int64_t vmem_peak_bytes = 0;    // the most VMEM those intermediates hold at once
   std::string ir;
 };
 ProgramInfo program_info(const Program& program);

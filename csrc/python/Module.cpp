@@ -263,6 +263,8 @@ PYBIND11_MODULE(_C, m) {
     d["ops_eliminated"] = st.ops_eliminated;
     d["runs"] = st.runs;
     d["estimated_seconds"] = st.estimated_seconds;
+    d["vmem_kept_bytes"] = st.vmem_kept_bytes;
+    d["vmem_peak_bytes"] = st.vmem_peak_bytes;
     d["ir"] = st.ir;
     return d;
   });

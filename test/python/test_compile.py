@@ -379,3 +379,32 @@ def test_an_error_inside_a_program_names_the_op_and_the_users_line():
         g(x, torch.tensor([1, 20]).to("tpu"))
         torchtpu.sync()
     assert compiled()["programs"] == 1  # (the replay raised: no new capture)
+
+
+def test_a_programs_intermediates_stay_in_vmem_where_they_fit():
+    """The cost of a program: an intermediate it makes and consumes itself (here the product
+    between two matmuls, 256 KiB) is not written to and read back from HBM when it fits in the
+    chip's VMEM; strict eager moves it through HBM at each of the two launches."""
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+
+    def f(a, b, c):
+        return (a @ b).relu() @ c
+
+    a, b, c = (torch.randn(256, 256).to("tpu") for _ in range(3))
+    g = torch.compile(f, backend="tpu")
+    g(a, b, c)
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    g(a, b, c)
+    torchtpu.sync()
+    compiled_bytes = torchtpu.metrics.estimate()["hbm_bytes"]
+    torchtpu.metrics.reset()
+    with torchtpu.eager_mode("strict"):
+        f(a, b, c)
+        torchtpu.sync()
+    strict_bytes = torchtpu.metrics.estimate()["hbm_bytes"]
+    intermediate = 256 * 256 * 4
+    p = torchtpu.metrics.programs()[-1]
+    assert p["vmem_kept_bytes"] >= 2 * intermediate and p["vmem_peak_bytes"] >= intermediate, p
+    assert compiled_bytes <= strict_bytes - 2 * intermediate, (compiled_bytes, strict_bytes)
