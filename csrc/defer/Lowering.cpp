@@ -139,8 +139,9 @@ Cache& cache() {
 // The plan of a graph: the cached one, or built by the passes and cached.
 std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
                               const std::vector<char>& alive_keys, uint64_t fingerprint,
-                              const char* planned_for) {
+                              const char* planned_for, const PlanOptions& options) {
   std::vector<int64_t> structure = structure_of(nodes, keys, alive_keys, fingerprint);
+  structure.push_back(options.pin_allocations);  // (a program's plan is not an eager graph's)
   const PlanKey key = hash_structure(structure);
   std::shared_ptr<Plan> plan;
   Cache& c = cache();
@@ -153,7 +154,7 @@ std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
   } else {
     TORCHTPU_COUNT("defer.cache_misses");
     const auto t0 = std::chrono::steady_clock::now();
-    plan = build_plan(nodes, keys, alive_keys);
+    plan = build_plan(nodes, keys, alive_keys, options);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         std::chrono::steady_clock::now() - t0)
                         .count();
@@ -199,7 +200,8 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
   const Keys keys = keys_of(nodes);
   const std::vector<char> alive_keys = alive_keys_of(keys);
   const std::string why = std::string("flushed by: ") + runtime::policy(reason).label;
-  std::shared_ptr<Plan> plan = plan_of(nodes, keys, alive_keys, fingerprint, why.c_str());
+  std::shared_ptr<Plan> plan = plan_of(nodes, keys, alive_keys, fingerprint, why.c_str(),
+                                       PlanOptions::from_environment());
   count_graph(*plan);
   const bool blocking = runtime::policy(reason).host_waits;
   execute(nodes, keys, *plan, alive_keys, blocking);
@@ -485,9 +487,11 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
       }
     }
   }
+  PlanOptions options = PlanOptions::from_environment();
+  options.pin_allocations = false;  // (Plan.h)
   p.plan = nodes.empty() ? std::make_shared<Plan>()
                          : plan_of(nodes, p.keys, p.alive, fingerprint,
-                                   ("compiled program " + name).c_str());
+                                   ("compiled program " + name).c_str(), options);
   for (const auto& record : p.keys.pending) p.values.emplace_back(record->device, record->nbytes);
   std::tie(p.vmem_kept_bytes, p.vmem_peak_bytes) = vmem_intermediates(
       nodes, p.keys, *p.plan, p.alive, sim::cost_model().chip().vmem_bytes);

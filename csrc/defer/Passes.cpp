@@ -521,7 +521,9 @@ std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& key
   };
   plan_memory();
   // Each round pins more ops; a few rounds settle it (each only removes joins).
-  for (int round = 0; round < 8 && pin_early_allocations(*plan, nodes, keys, pinned); ++round) {
+  for (int round = 0; round < 8 && options.pin_allocations &&
+                      pin_early_allocations(*plan, nodes, keys, pinned);
+       ++round) {
     plan_memory();
     ++plan->replans;
   }

@@ -73,6 +73,10 @@ struct Plan {
 // (TORCHTPU_DEFER_DEBUG=nofuse,noreorder,noreduce,nomatmul,nodce; nowait is the executor's).
 struct PlanOptions {
   bool fuse = true, reorder = true, reduce = true, matmul = true, dce = true;
+  // pin_early_allocations: keep ops that would allocate a value earlier in program order (fused
+  // eager, where a recorded graph spans a whole step; off for compiled programs, whose graphs
+  // are AOTAutograd's forward, backward and optimizer graphs apart: docs/compiled-mode.md).
+  bool pin_allocations = true;
   static const PlanOptions& from_environment();
 };
 bool debug_flag(const char* flag);
