@@ -198,7 +198,10 @@ def dynamic_lengths(lengths):
             got = fwd(ids.to("tpu")).cpu()
             worst = max(worst, (got - cpu_model(ids)).abs().max().item())
     c = torchtpu.metrics.compiled()
-    return {"lengths": list(lengths), "dynamo_graphs": c["dynamo_graphs"],
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return {"lengths": list(lengths), "dynamo_compilations": len(get_compilation_metrics()),
+            "dynamo_graphs": c["dynamo_graphs"], "recompile_reasons": c["recompilations"],
             "programs": c["programs"], "max_abs_diff_vs_cpu": worst}
 
 
@@ -271,9 +274,10 @@ def main():
         print(f"compile time of (d), cold in this process: {compile_s:.2f} s "
               f"(warm from a disk cache: not available yet)")
     dyn = dynamic_lengths([8, 12, 16, 24, 32, 40, 48, 64])
-    print(f"dynamic=True over {len(dyn['lengths'])} sequence lengths: {dyn['dynamo_graphs']} "
-          f"Dynamo compilations, {dyn['programs']} programs (one per length), max |diff| vs CPU "
-          f"{dyn['max_abs_diff_vs_cpu']:.2e}")
+    print(f"dynamic=True over {len(dyn['lengths'])} sequence lengths: "
+          f"{dyn['dynamo_compilations']} Dynamo compilations ({dyn['dynamo_graphs']} graphs to the "
+          f"backend), {dyn['programs']} programs (one per length), max |diff| vs CPU "
+          f"{dyn['max_abs_diff_vs_cpu']:.2e}; recompiled: {dyn['recompile_reasons']}")
     name = "compile" + ("_quick" if args.quick else "")
     common.write_json(name, {"rows": rows, "compile_cold_s_d": compile_s, "dynamic": dyn,
                              "repeats": args.repeats})
