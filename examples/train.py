@@ -13,6 +13,7 @@ so that CI notices a device that computes wrong numbers.
     python examples/train.py                  # default run, about 1-2 minutes on a small CPU
     python examples/train.py --steps 20       # quick smoke test
     python examples/train.py --fallback warn  # also warn about every op that falls back
+    python examples/train.py --compile        # the step compiled: torch.compile(backend="tpu")
     python examples/train.py --json report.json
 """
 from __future__ import annotations
@@ -276,6 +277,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="what an op without a native TPU kernel does")
     p.add_argument("--sample-every", type=int, default=25, help="steps between text samples")
     p.add_argument("--sample-chars", type=int, default=80, help="characters per text sample")
+    p.add_argument("--compile", action="store_true",
+                   help='compile the training step with torch.compile(backend="tpu"): the model '
+                        "(forward and backward graphs) and a capturable AdamW step, each graph "
+                        "one program (docs/compiled-mode.md)")
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH")
     args = p.parse_args(argv)
     if args.steps < 2:
@@ -312,7 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     model = CharTransformer(dataset.vocab_size, args.d_model, args.layers, args.heads, args.context)
     model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    compiled = args.compile and on_tpu
+    # (capturable: the step counts stay on the device, so the whole update is one graph)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01,
+                                  capturable=compiled)
+    forward, optimizer_step = model, optimizer.step
+    if compiled:
+        forward = torch.compile(model, backend="tpu")
+        optimizer_step = torch.compile(optimizer.step, backend="tpu")
     print(f"model: {n_params:,} parameters on {device} "
           f"(d_model {args.d_model}, {args.layers} layers, {args.heads} heads, context {args.context})")
     print(f"training: {args.steps} steps x {args.batch_size} x {args.context} tokens, "
@@ -331,11 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(1, args.steps + 1):
         t0 = time.perf_counter()
         x, y = dataset.batch(args.batch_size, device)
-        logits = model(x)
+        logits = forward(x)
         loss = F.cross_entropy(logits.reshape(-1, dataset.vocab_size), y.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+        optimizer_step()
         loss_value = loss.item()  # copies one number to the host, which also waits for the step
         train_seconds += time.perf_counter() - t0
 
@@ -411,6 +423,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"device:              {device} (not a TPU: no chip or HBM figures)")
     print(f"model parameters:    {n_params:,}")
+    if compiled:
+        c = torchtpu.metrics.compiled()
+        report["compiled"] = {k: c[k] for k in ("dynamo_graphs", "graphs", "programs",
+                                                "program_runs", "runs_op_by_op", "compile_s")}
+        print(f"compiled:            {c['dynamo_graphs']} Dynamo graphs, {c['programs']} programs "
+              f"run {c['program_runs']} times without per-op dispatch, {c['runs_op_by_op']} "
+              f"graph calls op by op, {c['compile_s']:.1f} s in the backend")
     print(f"steps:               {args.steps}")
     print(f"tokens per step:     {args.batch_size * args.context:,} "
           f"({args.batch_size} sequences x {args.context} characters)")

@@ -408,3 +408,27 @@ def test_a_programs_intermediates_stay_in_vmem_where_they_fit():
     p = torchtpu.metrics.programs()[-1]
     assert p["vmem_kept_bytes"] >= 2 * intermediate and p["vmem_peak_bytes"] >= intermediate, p
     assert compiled_bytes <= strict_bytes - 2 * intermediate, (compiled_bytes, strict_bytes)
+
+
+def test_the_examples_training_run_compiled_lowers_its_loss_with_programs_only():
+    """python examples/train.py --compile: the main job with its step compiled."""
+    if torchtpu.get_eager_mode() != "strict":
+        pytest.skip("one run is enough (the example runs in the default, strict, eager mode)")
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = Path(__file__).resolve().parent / "_train_compiled.json"
+    try:
+        proc = subprocess.run([sys.executable, str(root / "examples" / "train.py"), "--steps", "12",
+                               "--compile", "--sample-every", "100", "--json", str(out)],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        report = json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+    c = report["compiled"]
+    assert c["programs"] == 3 and c["runs_op_by_op"] == 0 and c["program_runs"] == 36, c
+    assert report["loss"]["decreased"] and not report["fallbacks"], report["loss"]
