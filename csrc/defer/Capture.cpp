@@ -294,12 +294,7 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
     h = c10::hash_combine(h, 1);
     return o;
   }
-  o.sizes.assign(t.sizes().begin(), t.sizes().end());
-  o.strides.assign(t.strides().begin(), t.strides().end());
-  o.offset = t.storage_offset();
-  o.dtype = t.scalar_type();
-  o.conj = t.is_conj();
-  o.neg = t.is_neg();
+  o = operand_geometry(t);
   h = c10::hash_combine(h, (o.conj ? 0x11 : 0) + (o.neg ? 0x22 : 0));
   if (auto record = pending_of(t.storage())) {
     c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
@@ -1054,9 +1049,9 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   return true;
 }
 
-void flush_locked(State& s, FlushReason reason) {
-  if (s.nodes.empty()) return;
-  fail_capture(s, std::string("materialization: ") + runtime::policy(reason).label);
+// Takes the recorded nodes and their fingerprint out of the pending graph (caller holds the
+// mutex).
+std::pair<std::vector<Node>, uint64_t> take_nodes(State& s) {
   std::vector<Node> nodes = std::move(s.nodes);
   s.nodes.clear();
   const uint64_t fingerprint = s.fingerprint;
@@ -1064,6 +1059,13 @@ void flush_locked(State& s, FlushReason reason) {
   s.local_pending.clear();
   s.producer_shapes.clear();
   s.local_external.clear();
+  return {std::move(nodes), fingerprint};
+}
+
+void flush_locked(State& s, FlushReason reason) {
+  if (s.nodes.empty()) return;
+  fail_capture(s, std::string("materialization: ") + runtime::policy(reason).label);
+  auto [nodes, fingerprint] = take_nodes(s);
   // any_pending stays set until the graph is enqueued: a synchronization point of another thread
   // (an event record) that finds nothing pending must find the graph's work on the streams.
   struct Settle {
@@ -1280,15 +1282,9 @@ std::optional<std::pair<std::vector<Node>, uint64_t>> take_capture(State& s,
     }
     return std::nullopt;
   }
-  std::vector<Node> nodes = std::move(s.nodes);
-  s.nodes.clear();
-  const uint64_t fingerprint = s.fingerprint;
-  s.fingerprint = 0;
-  s.local_pending.clear();
-  s.producer_shapes.clear();
-  s.local_external.clear();
+  auto taken = take_nodes(s);
   update_any_pending(s);
-  return std::make_pair(std::move(nodes), fingerprint);
+  return taken;
 }
 }  // namespace
 

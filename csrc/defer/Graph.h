@@ -63,6 +63,19 @@ struct Operand {
   bool defined() const { return pending != nullptr || tensor.defined(); }
 };
 
+// An operand with the geometry of `t` (sizes, strides, offset, dtype, conjugate / negative
+// view) and nothing else.
+inline Operand operand_geometry(const at::Tensor& t) {
+  Operand o;
+  o.sizes.assign(t.sizes().begin(), t.sizes().end());
+  o.strides.assign(t.strides().begin(), t.strides().end());
+  o.offset = t.storage_offset();
+  o.dtype = t.scalar_type();
+  o.conj = t.is_conj();
+  o.neg = t.is_neg();
+  return o;
+}
+
 struct Node {
   c10::OperatorHandle op;
   std::string name;  // "aten::add.out"

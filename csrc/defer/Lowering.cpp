@@ -239,10 +239,7 @@ struct Program {
   struct Input {
     bool tensor = false;
     c10::Device device{c10::kPrivateUse1, 0};
-    c10::ScalarType dtype = c10::ScalarType::Undefined;
-    Dims sizes, strides;
-    int64_t offset = 0;
-    bool conj = false, neg = false;
+    Operand geometry;
     size_t storage_bytes = 0;
     int same_storage_as = -1;  // the first input over the same storage, when not this one
   };
@@ -271,17 +268,6 @@ struct Program {
 
 namespace {
 
-Operand geometry_operand(const at::Tensor& t) {
-  Operand o;
-  o.sizes.assign(t.sizes().begin(), t.sizes().end());
-  o.strides.assign(t.strides().begin(), t.strides().end());
-  o.offset = t.storage_offset();
-  o.dtype = t.scalar_type();
-  o.conj = t.is_conj();
-  o.neg = t.is_neg();
-  return o;
-}
-
 // For each input, the first input over the same storage (-1: itself or not a tensor).
 std::vector<int> storage_sharing(const std::vector<at::Tensor>& inputs) {
   std::vector<int> out(inputs.size(), -1);
@@ -301,9 +287,10 @@ bool inputs_match(const Program& p, const std::vector<at::Tensor>& inputs) {
     const at::Tensor& t = inputs[i];
     if (t.defined() != in.tensor) return false;
     if (!in.tensor) continue;
-    if (t.device() != in.device || t.scalar_type() != in.dtype ||
-        t.sizes() != c10::IntArrayRef(in.sizes) || t.strides() != c10::IntArrayRef(in.strides) ||
-        t.storage_offset() != in.offset || t.is_conj() != in.conj || t.is_neg() != in.neg ||
+    const Operand& g = in.geometry;
+    if (t.device() != in.device || t.scalar_type() != g.dtype ||
+        t.sizes() != c10::IntArrayRef(g.sizes) || t.strides() != c10::IntArrayRef(g.strides) ||
+        t.storage_offset() != g.offset || t.is_conj() != g.conj || t.is_neg() != g.neg ||
         t.storage().nbytes() < in.storage_bytes) {
       return false;
     }
@@ -419,12 +406,7 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
       if (!t.device().is_privateuseone()) return fail("a CPU tensor input");
       in.tensor = true;
       in.device = t.device();
-      in.dtype = t.scalar_type();
-      in.sizes.assign(t.sizes().begin(), t.sizes().end());
-      in.strides.assign(t.strides().begin(), t.strides().end());
-      in.offset = t.storage_offset();
-      in.conj = t.is_conj();
-      in.neg = t.is_neg();
+      in.geometry = operand_geometry(t);
       in.storage_bytes = t.storage().nbytes();
       in.same_storage_as = sharing[i];
       input_of.emplace(t.storage().unsafeGetStorageImpl(), static_cast<int>(i));
@@ -439,7 +421,7 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
     Program::Output out;
     if (t.defined()) {
       if (!t.device().is_privateuseone()) return fail("a CPU tensor output");
-      out.geometry = geometry_operand(t);
+      out.geometry = operand_geometry(t);
       const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
       if (auto record = pending_of(t.storage())) {
         auto it = value_of.find(record->id);

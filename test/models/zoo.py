@@ -433,8 +433,34 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
             torchtpu.sync()
         except Exception:  # noqa: BLE001 - a deferred error of the same failure
             pass
+        if compiled and stage in ("forward", "backward"):
+            cpu_error = compiled_on_cpu_fails(ref)
+            if cpu_error is not None:
+                return {"status": "harness", "stage": stage,
+                        "reason": f"PyTorch's own compile fails on the CPU too (backend "
+                                  f"aot_eager): {cpu_error}"}
         return {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
                 "fallbacks": torchtpu.metrics.fallbacks()}
+
+
+def compiled_on_cpu_fails(ref: dict) -> str | None:
+    """The error of the same forward and backward compiled on the CPU by PyTorch's own backend
+    "aot_eager" (Dynamo and AOTAutograd, then eager kernels), or None when it runs: a compiled
+    "tpu" failure that this reproduces is PyTorch's, not torchtpu's."""
+    import copy
+
+    import torch
+
+    try:
+        torch._dynamo.reset()
+        model = torch.compile(copy.deepcopy(ref["model"]), backend="aot_eager")
+        torch.manual_seed(0)
+        first_tensor(model(**ref["inputs"])).float().pow(2).mean().backward()
+        return None
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {str(e)[:200]}"
+    finally:
+        torch._dynamo.reset()
 
 
 def run_one(model_type: str, causal: bool, modes: list[str]) -> list[dict]:
