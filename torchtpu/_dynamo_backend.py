@@ -24,13 +24,18 @@ import torch
 
 from . import _C
 
-_GRAPH_KINDS = ("forward", "backward", "inference")
 _aot = None
 _warned_options = False
 
 
 def _count(name: str, n: int = 1) -> None:
     _C.metrics_count(name, int(n))
+
+
+def _count_failure(reason: str) -> None:
+    """A graph that is not a program (torchtpu.metrics.compiled()["program_failures"])."""
+    _count("compile.program_failures")
+    _count(f"compile.program_failure.{reason}")
 
 
 class _GraphProgram:
@@ -48,15 +53,12 @@ class _GraphProgram:
         self.name = name
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         self.failures = 0
-        self.failure = ""
         self.lines_known = False
         random = _random_op(gm)
         if random is not None:
             # Its numbers would be drawn once, at the capture, and replayed.
             self.failures = self._MAX_FAILURES
-            self.failure = f"random op: {random}"
-            _count("compile.program_failures")
-            _count(f"compile.program_failure.{self.failure}")
+            _count_failure(f"random op: {random}")
 
     def _op_by_op(self, args):
         return self.gm(*args)
@@ -95,9 +97,7 @@ class _GraphProgram:
         program, results, failure = _C.program_end(tensors, flat, self.name)
         if program is None:
             self.failures += 1
-            self.failure = failure
-            _count("compile.program_failures")
-            _count(f"compile.program_failure.{failure}")
+            _count_failure(failure)
             _count("compile.graph_runs_op_by_op")
             return outs
         template = [None if isinstance(o, torch.Tensor) else o for o in flat]
@@ -150,6 +150,7 @@ def _merge(template, tensors):
 
 
 _programs = []  # every _GraphProgram compiled (weakly: they die with their graphs)
+_graphs_compiled = 0  # (names them)
 
 
 def _graph_compiler(kind: str):
@@ -160,7 +161,10 @@ def _graph_compiler(kind: str):
         ops = sum(1 for node in gm.graph.nodes if node.op == "call_function")
         _count(f"compile.graphs_{kind}")
         _count("compile.graph_ops", ops)
-        graph = _GraphProgram(gm, f"{kind}_{len(_programs)}")
+        global _graphs_compiled
+        graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}")
+        _graphs_compiled += 1
+        _programs[:] = [ref for ref in _programs if ref() is not None]  # (drop the dead)
         _programs.append(weakref.ref(graph))
         if kind == "backward":  # (compiled lazily at the first backward, outside tpu_backend)
             _count("compile.time_ns", time.perf_counter_ns() - start)
