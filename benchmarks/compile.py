@@ -12,8 +12,8 @@ side by side in one process, interleaved:
     inductor   torch.compile on the CPU (Inductor's C++ code): what a user would otherwise pick
 
 For each: host time per iteration (measured, median of interleaved repeats) and, for the tpu
-columns, the estimated TPU time (cost model). Also the compile time of case (d) (cold, in this
-process), and the number of Dynamo compilations and programs for eight sequence lengths of the
+columns, the estimated TPU time (cost model). Also the compile time of case (d) in fresh
+processes (without the disk cache, cold and warm with TORCHTPU_CACHE_DIR), and the number of Dynamo compilations and programs for eight sequence lengths of the
 example's model with dynamic=True.
 
     python benchmarks/compile.py            # about 10 minutes on 2 cores
@@ -181,6 +181,53 @@ def cold_compile_seconds(make):
     return first - (time.perf_counter() - start)
 
 
+def compile_time_child(quick):
+    """In a fresh process (--compile-time-child): the cold compile time of (d) and its parts,
+    printed as one JSON line."""
+    import json
+
+    from torch._dynamo.utils import compilation_time_metrics
+
+    seconds = cold_compile_seconds(transformer_case(quick))
+    dynamo = sum(compilation_time_metrics.get("_compile.compile_inner", []))
+    backend = sum(compilation_time_metrics.get("OutputGraph.call_user_compiler", []))
+    c = torchtpu.metrics.compiled()
+    print(json.dumps({"compile_s": seconds, "dynamo_s": dynamo - backend, "backend_s": backend,
+                      "first_calls_s": seconds - dynamo, "cache": c["cache"]}))
+
+
+def compile_times_across_processes(quick, repeats):
+    """(d) compiled in fresh processes, interleaved `repeats` times: without the disk cache,
+    with an empty cache (cold: compiles and saves) and with the cache the cold run filled
+    (warm). Medians of each part: Dynamo's tracing and guards, the backend (AOTAutograd or the
+    cache's load), the programs' capture and planning at their first calls."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    runs = {"no_cache": [], "cold_cache": [], "warm_cache": []}
+    for i in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            for kind in runs:
+                env = dict(os.environ)
+                env.pop("TORCHTPU_CACHE_DIR", None)
+                if kind != "no_cache":
+                    env["TORCHTPU_CACHE_DIR"] = cache
+                out = subprocess.run(
+                    [sys.executable, __file__, "--compile-time-child"] + (["--quick"] if quick else []),
+                    env=env, capture_output=True, text=True, check=True)
+                runs[kind].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                r = runs[kind][-1]
+                print(f"  [{i + 1}/{repeats}] {kind}: {r['compile_s']:.2f} s (Dynamo "
+                      f"{r['dynamo_s']:.2f}, backend {r['backend_s']:.2f}, first calls "
+                      f"{r['first_calls_s']:.2f}); cache {r['cache']['hits']} hits "
+                      f"{r['cache']['misses']} misses", flush=True)
+    return {kind: {part: common.median([r[part] for r in rs])
+                   for part in ("compile_s", "dynamo_s", "backend_s", "first_calls_s")}
+            for kind, rs in runs.items()}
+
+
 def dynamic_lengths(lengths):
     """Dynamo compilations and programs for the example's forward over `lengths` with
     dynamic=True."""
@@ -210,7 +257,10 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="a,b,c,d,example")
+    parser.add_argument("--compile-time-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.compile_time_child:
+        return compile_time_child(args.quick)
     n = 1024 if args.quick else 4096
     makers = {
         "a_elementwise_chain": chain_case(n),
@@ -270,16 +320,19 @@ def main():
         del fns, runs
     compile_s = None
     if "d" in wanted:
-        compile_s = cold_compile_seconds(transformer_case(args.quick))
-        print(f"compile time of (d), cold in this process: {compile_s:.2f} s "
-              f"(warm from a disk cache: not available yet)")
+        print("== compile time of (d) in fresh processes: no disk cache, an empty cache (cold), "
+              "the cache the cold run filled (warm)", flush=True)
+        compile_s = compile_times_across_processes(args.quick, 3)
+        for kind, t in compile_s.items():
+            print(f"  {kind}: {t['compile_s']:.2f} s = Dynamo's tracing {t['dynamo_s']:.2f} + "
+                  f"backend {t['backend_s']:.2f} + programs' first calls {t['first_calls_s']:.2f}")
     dyn = dynamic_lengths([8, 12, 16, 24, 32, 40, 48, 64])
     print(f"dynamic=True over {len(dyn['lengths'])} sequence lengths: "
           f"{dyn['dynamo_compilations']} Dynamo compilations ({dyn['dynamo_graphs']} graphs to the "
           f"backend), {dyn['programs']} programs (one per length), max |diff| vs CPU "
           f"{dyn['max_abs_diff_vs_cpu']:.2e}; recompiled: {dyn['recompile_reasons']}")
     name = "compile" + ("_quick" if args.quick else "")
-    common.write_json(name, {"rows": rows, "compile_cold_s_d": compile_s, "dynamic": dyn,
+    common.write_json(name, {"rows": rows, "compile_time_d": compile_s, "dynamic": dyn,
                              "repeats": args.repeats})
 
     def draw(plt):

@@ -10,10 +10,8 @@ dead ops, memory) and keeps the plan; later calls with inputs of the same shapes
 without dispatching or recording any op, charged to the cost model as one launch. A graph whose
 ops cannot all be recorded (a random op, a host read, a CPU fallback) runs op by op, with the
 reason counted. Every graph compiled, its ATen ops, programs, replays, the compile time, graph
-breaks and recompilations are counted (``torchtpu.metrics.compiled()``).
-
-Not done yet (issue #12): a compilation cache on disk, and the default ``torch.compile(model)``
-(Inductor) on "tpu" tensors, which fails in Inductor's Pallas code generator (it needs jax).
+breaks and recompilations are counted (``torchtpu.metrics.compiled()``). With
+``TORCHTPU_CACHE_DIR`` set, AOTAutograd's graphs are kept on disk (``_compile_cache.py``).
 """
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ import warnings
 
 import torch
 
-from . import _C
+from . import _C, _compile_cache
 
 _aot = None
 _warned_options = False
@@ -48,13 +46,13 @@ class _GraphProgram:
     # Programs kept per graph (one per input shape); beyond it new shapes run op by op.
     _MAX_PROGRAMS = 16
 
-    def __init__(self, gm, name: str):
+    def __init__(self, gm, name: str, random_op=...):
         self.gm = gm
         self.name = name
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         self.failures = 0
         self.lines_known = False
-        random = _random_op(gm)
+        self.random_op = random = _random_op(gm) if random_op is ... else random_op  # (saved)
         if random is not None:
             # Its numbers would be drawn once, at the capture, and replayed.
             self.failures = self._MAX_FAILURES
@@ -153,19 +151,24 @@ _programs = []  # every _GraphProgram compiled (weakly: they die with their grap
 _graphs_compiled = 0  # (names them)
 
 
+def _new_graph(gm, kind: str, random_op=...) -> _GraphProgram:
+    """A program for one ATen graph, counted and kept (weakly) for programs()."""
+    import weakref
+
+    global _graphs_compiled
+    _count(f"compile.graphs_{kind}")
+    _count("compile.graph_ops", sum(1 for node in gm.graph.nodes if node.op == "call_function"))
+    graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op)
+    _graphs_compiled += 1
+    _programs[:] = [ref for ref in _programs if ref() is not None]  # (drop the dead)
+    _programs.append(weakref.ref(graph))
+    return graph
+
+
 def _graph_compiler(kind: str):
     def compile_graph(gm, example_inputs):
-        import weakref
-
         start = time.perf_counter_ns()
-        ops = sum(1 for node in gm.graph.nodes if node.op == "call_function")
-        _count(f"compile.graphs_{kind}")
-        _count("compile.graph_ops", ops)
-        global _graphs_compiled
-        graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}")
-        _graphs_compiled += 1
-        _programs[:] = [ref for ref in _programs if ref() is not None]  # (drop the dead)
-        _programs.append(weakref.ref(graph))
+        graph = _new_graph(gm, kind)
         if kind == "backward":  # (compiled lazily at the first backward, outside tpu_backend)
             _count("compile.time_ns", time.perf_counter_ns() - start)
 
@@ -211,6 +214,9 @@ def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
         )
     _count("compile.dynamo_graphs")
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
-    compiled = _aot(gm, example_inputs)
+    if _compile_cache.directory() is None:
+        compiled = _aot(gm, example_inputs)
+    else:  # (docs/compiled-mode.md, "The compilation cache")
+        compiled = _compile_cache.compile(gm, example_inputs)
     _count("compile.time_ns", time.perf_counter_ns() - start)
     return compiled

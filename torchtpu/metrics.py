@@ -108,6 +108,16 @@ def compiled() -> dict:
         "runs_op_by_op": c.get("compile.graph_runs_op_by_op", 0),
         "program_failures": {k[len("compile.program_failure."):]: v for k, v in c.items()
                              if k.startswith("compile.program_failure.")},
+        # the compilation cache on disk (TORCHTPU_CACHE_DIR): Dynamo graphs whose ATen graphs
+        # were loaded (hits), compiled (misses) and saved, and those it could not key (bypasses)
+        "cache": {
+            "directory": _compile_cache_directory(),
+            "hits": c.get("compile.cache_hits", 0),
+            "misses": c.get("compile.cache_misses", 0),
+            "saved": c.get("compile.cache_saved", 0),
+            "bypasses": {k[len("compile.cache_bypass."):]: v for k, v in c.items()
+                         if k.startswith("compile.cache_bypass.")},
+        },
     }
     if "torch._dynamo" in sys.modules:  # (nothing was compiled otherwise)
         from torch._dynamo.utils import counters as dynamo_counters, get_compilation_metrics
@@ -116,6 +126,12 @@ def compiled() -> dict:
         out["recompilations"] = [m.recompile_reason for m in get_compilation_metrics()
                                  if m.recompile_reason]
     return out
+
+
+def _compile_cache_directory():
+    if "torchtpu._compile_cache" not in sys.modules:
+        return None
+    return sys.modules["torchtpu._compile_cache"].directory()
 
 
 def programs() -> list[dict]:
@@ -202,6 +218,15 @@ def report(limit: int | None = 20) -> str:
         )
         for reason, n in sorted(comp["program_failures"].items(), key=lambda kv: -kv[1])[:limit]:
             lines.append(f"  not a program x{n}: {reason}")
+        cache = comp["cache"]
+        if cache["directory"]:
+            lines.append(
+                f"  compilation cache {cache['directory']}: {cache['hits']} hits, "
+                f"{cache['misses']} misses ({cache['saved']} saved), "
+                f"{sum(cache['bypasses'].values())} bypasses"
+            )
+            for reason, n in sorted(cache["bypasses"].items(), key=lambda kv: -kv[1])[:limit]:
+                lines.append(f"  not cached x{n}: {reason}")
         for p in programs()[:limit]:
             lines.append(
                 f"  program {p['name']}: {p['ops']} ops in {p['regions']} regions "

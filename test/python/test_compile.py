@@ -432,3 +432,53 @@ def test_the_examples_training_run_compiled_lowers_its_loss_with_programs_only()
     c = report["compiled"]
     assert c["programs"] == 3 and c["runs_op_by_op"] == 0 and c["program_runs"] == 36, c
     assert report["loss"]["decreased"] and not report["fallbacks"], report["loss"]
+
+
+def test_the_compilation_cache_on_disk_is_reused_by_a_second_process(tmp_path):
+    """TORCHTPU_CACHE_DIR: the first process compiles and saves each Dynamo graph's ATen graphs
+    (misses), a second process of the same code loads them (hits, no miss) and gives the same
+    numbers; a new input shape misses; a graph kept op by op (a CPU random op) stays so when
+    loaded. Both processes' results equal the CPU's."""
+    if torchtpu.get_eager_mode() != "strict":
+        # (what the cache keeps, AOTAutograd's graphs, does not depend on the eager mode, and
+        # programs are captured the same way in every mode: three processes once are enough)
+        pytest.skip("run in strict eager only")
+    import json
+    import os
+    import subprocess
+    import sys
+
+    child = os.path.join(os.path.dirname(__file__), "compile_cache_child.py")
+    env = dict(os.environ, TORCHTPU_CACHE_DIR=str(tmp_path))
+
+    def run(batch):
+        out = subprocess.run([sys.executable, child, str(batch)], env=env, capture_output=True,
+                             text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold, warm, other = run(16), run(16), run(12)
+    # the forward/backward graph, the inference graph and the random one: three Dynamo graphs
+    assert cold["cache"]["misses"] == 3 and cold["cache"]["saved"] == 3, cold["cache"]
+    assert cold["cache"]["hits"] == 0 and not cold["cache"]["bypasses"], cold["cache"]
+    assert warm["cache"]["hits"] == 3 and warm["cache"]["misses"] == 0, warm["cache"]
+    assert other["cache"]["misses"] >= 2, other["cache"]  # (new shapes)
+    assert "compilation cache" in warm["report"] and "3 hits" in warm["report"]
+    for run_ in (cold, warm):  # programs captured and replayed from the loaded graphs too
+        assert run_["programs"] >= 3 and run_["program_runs"] >= 4, run_
+        assert run_["draws_differ"] and any("random op" in r for r in run_["failures"]), run_
+    assert warm["losses"] == cold["losses"] and warm["out"] == cold["out"]
+    # against the CPU
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(1)
+    x, y = torch.randn(16, 32), torch.randint(0, 8, (16,))
+    for i in range(3):
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        assert abs(loss.item() - warm["losses"][i]) < 1e-4, (i, loss.item(), warm["losses"])
+    with torch.no_grad():
+        torch.testing.assert_close(torch.tensor(warm["out"]), model(x), rtol=1e-4, atol=1e-4)
