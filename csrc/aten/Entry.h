@@ -108,6 +108,13 @@ torch::CppFunction entry(FuncPtr f, Capture capture) {
       c10::KernelFunction::makeFromUnboxedFunction(f), capture));
 }
 
+// The same for a boxed kernel functor (a c10::OperatorKernel with state of its own).
+template <class Functor>
+torch::CppFunction entry_functor(std::unique_ptr<Functor> functor, Capture capture) {
+  return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<EntryKernel>(
+      c10::KernelFunction::makeFromBoxedFunctor(std::move(functor)), capture));
+}
+
 // The same for a boxed kernel function.
 template <auto* boxed>
 torch::CppFunction entry_boxed(Capture capture) {

@@ -2,7 +2,7 @@
 // optimizer ops run PyTorch's own CPU kernels (vectorized with at::vec, parallel with
 // at::parallel_for) directly on device memory, and each launch is charged to the cost model.
 //
-// How an op runs (host_kernel below):
+// How an op runs (HostKernel below):
 //  1. the op's tensors are checked to be on one device (CUDA's rule) and each TPU tensor is
 //     replaced on the stack by a host alias: a CPU tensor over the same bytes, whose storage
 //     is resizable (a CPU kernel that resizes an out= argument gets fresh memory);
@@ -39,6 +39,7 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
+#include <mutex>
 #include <string_view>
 
 namespace torchtpu::aten {
@@ -58,6 +59,30 @@ at::Tensor resizable_host_alias(const at::Tensor& t) {
                                                      t.storage_offset());
   return alias;
 }
+
+// A TPU tensor as an op issued in strict eager sees it: its storage and geometry then. The
+// stream's worker makes the host alias (resizable_host_alias) when the op runs.
+struct IssuedTensor {
+  c10::Storage storage;
+  c10::DimVector sizes, strides;
+  int64_t offset = 0;
+  caffe2::TypeMeta dtype;
+
+  static IssuedTensor of(const at::Tensor& t) {
+    return {t.storage(), c10::DimVector(t.sizes()), c10::DimVector(t.strides()),
+            t.storage_offset(), t.dtype()};
+  }
+  at::Tensor host_alias() const {
+    auto impl = c10::make_intrusive<c10::StorageImpl>(
+        c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
+        c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
+        /*resizable=*/true);
+    auto alias = at::detail::make_tensor<c10::TensorImpl>(
+        c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
+    alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
+    return alias;
+  }
+};
 
 // A TPU tensor for a new host result: it takes the result's memory over when that is a device
 // block owned by this result alone, and copies it otherwise.
@@ -141,17 +166,9 @@ struct Footprint {
   }
 };
 
-void charge(const std::string& name, const Footprint& f) {
+void charge(const std::string& name, const OpTraits& traits, const Footprint& f) {
   if (f.foreign) runtime::metrics::count("emulated." + name);
-  sim::record(name, sim::cost_model().vector(f.elements, op_traits(name).vpu_units, f.bytes,
-                                             f.foreign));
-}
-
-bool is_out_fn(const c10::FunctionSchema& schema) {
-  for (const auto& a : schema.arguments()) {
-    if (a.is_out()) return true;
-  }
-  return false;
+  sim::record(name, sim::cost_model().vector(f.elements, traits.vpu_units, f.bytes, f.foreign));
 }
 
 bool has_generator_argument(const c10::FunctionSchema& schema) {
@@ -265,63 +282,109 @@ c10::ScalarType widen_reduced_precision(const std::string& name, torch::jit::Sta
   return reduced;
 }
 
+// What host_kernel needs to know of an op beyond its arguments, found at its first call (the
+// schema does not change): looked up per call, these cost a string and three vectors.
+struct HostOp {
+  std::string name;
+  const OpTraits* traits = nullptr;
+  std::vector<int> returned;  // per return: the argument it aliases (in-place, out=), or -1
+  std::vector<size_t> outs;   // the out= arguments
+  bool enqueueable = false;   // results are arguments and no generator is lent
+};
+
+HostOp host_op_of(const c10::OperatorHandle& op) {
+  const auto& schema = op.schema();
+  HostOp facts;
+  facts.name = op_name(op);
+  facts.traits = &op_traits(facts.name);
+  facts.returned = returned_arguments(schema);
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    if (schema.arguments()[i].is_out()) facts.outs.push_back(i);
+  }
+  facts.enqueueable = !has_generator_argument(schema) &&
+                      std::all_of(facts.returned.begin(), facts.returned.end(),
+                                  [](int i) { return i >= 0; });
+  return facts;
+}
+
 // route_results: the op returns new tensors, so its host allocations go to device memory.
 template <bool route_results>
-void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+class HostKernel final : public c10::OperatorKernel {
+ public:
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack);
+
+ private:
+  const HostOp& facts(const c10::OperatorHandle& op) {
+    std::call_once(found_, [&] { facts_ = host_op_of(op); });
+    return facts_;
+  }
+  std::once_flag found_;
+  HostOp facts_;
+};
+
+template <bool route_results>
+void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                                           torch::jit::Stack* stack) {
+  const HostOp& f = facts(op);
+  const std::string& name = f.name;
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
-  const std::string name = op_name(op);
   const auto device = common_device(name, torch::jit::last(*stack, num_args));
   TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
 
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
   // with no generator to lend. Everything else runs inline after the queued work.
-  const auto returned = returned_arguments(schema);
-  const bool enqueue =
-      !route_results && runtime::asynchronous() &&
-      !has_generator_argument(schema) &&
-      std::all_of(returned.begin(), returned.end(), [](int i) { return i >= 0; }) &&
-      (!is_out_fn(schema) || outputs_already_sized(schema, *stack, base));
+  const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
+                       (f.outs.empty() || outputs_already_sized(schema, *stack, base));
   if (enqueue) {
-    // The work gets host aliases made now (the shapes of issue time, as a kernel launch
-    // captures its arguments) and keeps the TPU tensors, whose storage owns the memory.
+    // The work keeps the TPU tensors (their storages own the memory) and their geometry of
+    // issue time (as a kernel launch captures its arguments); the stream's worker makes the
+    // host aliases from those, so the issuing thread allocates none.
     Footprint footprint;
-    std::vector<at::Tensor> keep;
+    c10::SmallVector<IssuedTensor, 4> issued;
     torch::jit::Stack args(stack->begin() + base, stack->end());
     map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined()) return t;
       if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
       footprint.add(t);
-      keep.push_back(t);
-      return resizable_host_alias(t);
+      issued.push_back(IssuedTensor::of(t));
+      return t;
     });
-    charge(name, footprint);
-    const std::vector<c10::IValue> results = [&] {
-      std::vector<c10::IValue> r;
-      for (int i : returned) r.push_back((*stack)[base + i]);
-      return r;
-    }();
-    torch::jit::drop(*stack, num_args);
-    for (const auto& r : results) stack->push_back(r);
-    // The out aliases, to check that the kernel kept their shapes.
-    std::vector<std::pair<at::Tensor, std::vector<int64_t>>> outs;
-    for (size_t i = 0; i < num_args; ++i) {
-      if (schema.arguments()[i].is_out() && args[i].isTensor()) {
-        outs.emplace_back(args[i].toTensor(), args[i].toTensor().sizes().vec());
+    charge(name, *f.traits, footprint);
+    std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
+    if (runtime::check_nans()) {
+      for (int i : f.returned) {
+        if ((*stack)[base + i].isTensor()) written.push_back((*stack)[base + i].toTensor());
       }
     }
-    std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
-    for (const auto& r : results) {
-      if (r.isTensor()) written.push_back(r.toTensor());
-    }
+    // The results are arguments: the stack keeps them, in return order.
+    c10::SmallVector<c10::IValue, 2> results;
+    for (int i : f.returned) results.push_back(std::move((*stack)[base + i]));
+    torch::jit::drop(*stack, num_args);
+    for (auto& r : results) stack->push_back(std::move(r));
     launch(*device, name,
-           [op, name, args = std::move(args), keep = std::move(keep), outs]() mutable {
-             op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &args);
-             for (const auto& [alias, sizes] : outs) {
-               TORCH_CHECK(alias.sizes() == c10::IntArrayRef(sizes), name,
-                           ": the out= tensor of shape ", c10::IntArrayRef(sizes),
-                           " does not have the result's shape ", alias.sizes(),
+           [op, &f, args = std::move(args), issued = std::move(issued)]() mutable {
+             // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
+             // this work by a host thread, not here.)
+             torch::jit::Stack host = args;
+             size_t k = 0;
+             map_tensor_arguments(&host, 0, host.size(), [&](const at::Tensor& t) -> at::Tensor {
+               if (!t.defined() || t.device().is_cpu()) return t;
+               return issued[k++].host_alias();
+             });
+             // The out aliases, to check that the kernel kept their shapes.
+             c10::SmallVector<at::Tensor, 1> outs;
+             for (size_t i : f.outs) {
+               if (host[i].isTensor()) outs.push_back(host[i].toTensor());
+             }
+             c10::SmallVector<c10::DimVector, 1> sizes;
+             for (const at::Tensor& o : outs) sizes.emplace_back(o.sizes());
+             op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &host);
+             for (size_t j = 0; j < outs.size(); ++j) {
+               TORCH_CHECK(outs[j].sizes() == c10::IntArrayRef(sizes[j]), f.name,
+                           ": the out= tensor of shape ", c10::IntArrayRef(sizes[j]),
+                           " does not have the result's shape ", outs[j].sizes(),
                            ". PyTorch's resizing of non-empty out= tensors is deprecated and "
                            "strict eager does not do it: pass an empty or correctly sized out "
                            "tensor (or use debug eager).");
@@ -338,7 +401,7 @@ void host_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit:
     if (t.device().is_privateuseone()) footprint.add(t);
   }
   run_on_host(op, stack, *device, route_results, &footprint);
-  charge(name, footprint);
+  charge(name, *f.traits, footprint);
   if (reduced != c10::kFloat) {
     const size_t num_returns = schema.returns().size();
     map_tensor_arguments(stack, stack->size() - num_returns, num_returns,
@@ -391,9 +454,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                             : new_results ? Capture::new_results
                                           : Capture::results_are_arguments;
     if (new_results) {
-      m.impl(full.c_str(), entry_boxed<&host_kernel<true>>(capture));
+      m.impl(full.c_str(), entry_functor(std::make_unique<HostKernel<true>>(), capture));
     } else {
-      m.impl(full.c_str(), entry_boxed<&host_kernel<false>>(capture));
+      m.impl(full.c_str(), entry_functor(std::make_unique<HostKernel<false>>(), capture));
     }
   }
 }

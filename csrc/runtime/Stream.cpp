@@ -93,13 +93,32 @@ struct StreamQueue::Impl {
     return FinishedWork(std::move(out));
   }
 
+  // The worker spins this long for new work before it parks on `cv`: a host thread issuing
+  // small ops one after another then hands each over without waking a parked thread (a futex
+  // wake costs the issuing thread microseconds; docs/design.md, "Streams").
+  static constexpr auto kSpin = std::chrono::microseconds(50);
+  std::atomic<size_t> queued{0};  // items.size(), readable without the lock
+  bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
+
   void run() {
     t_stream_worker = true;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      cv.wait(lock, [&] { return !items.empty(); });
+      if (items.empty()) {
+        lock.unlock();
+        const auto until = std::chrono::steady_clock::now() + kSpin;
+        while (queued.load(std::memory_order_acquire) == 0 &&
+               std::chrono::steady_clock::now() < until) {
+          std::this_thread::yield();
+        }
+        lock.lock();
+        parked = true;
+        cv.wait(lock, [&] { return !items.empty(); });
+        parked = false;
+      }
       Item item = std::move(items.front());
       items.pop_front();
+      queued.store(items.size(), std::memory_order_release);
       lock.unlock();
       std::exception_ptr failure;
       const auto start = std::chrono::steady_clock::now();
@@ -122,9 +141,12 @@ struct StreamQueue::Impl {
       // Under the lock: whoever sees the stream drained sees `then` done, and the reverse.
       // (`then` must not take this lock: an event's mark has its own.)
       if (item.then) item.then();
+      completed_atomic.store(completed, std::memory_order_release);
       if (completed == enqueued) drained.notify_all();
     }
   }
+  std::atomic<uint64_t> completed_atomic{0};  // `completed`, readable without the lock
+  std::atomic<uint64_t> enqueued_atomic{0};   // `enqueued`, readable without the lock
 };
 
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
@@ -148,11 +170,28 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   }
   impl_->items.push_back({std::move(work), std::move(what), std::move(then)});
   ++impl_->enqueued;
-  impl_->cv.notify_one();
+  impl_->enqueued_atomic.store(impl_->enqueued, std::memory_order_release);
+  impl_->queued.store(impl_->items.size(), std::memory_order_release);
+  if (impl_->parked) impl_->cv.notify_one();  // (a spinning worker sees `queued`)
+}
+
+bool StreamQueue::drained_soon() const {
+  // A host thread about to wait for this stream spins this long first: small work finishes in
+  // microseconds, and a parked waiter is woken by a futex, which costs as much again.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  do {
+    if (impl_->completed_atomic.load(std::memory_order_acquire) ==
+        impl_->enqueued_atomic.load(std::memory_order_acquire)) {
+      return true;
+    }
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
 }
 
 void StreamQueue::synchronize() {
   flush_deferred_work(FlushReason::stream_synchronize);
+  drained_soon();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   wait_interruptibly(lock, impl_->drained, [&] { return impl_->completed == impl_->enqueued; });
@@ -193,6 +232,8 @@ size_t StreamQueue::cancel_queued() {
     ++impl_->completed;
     if (item.then) item.then();
   }
+  impl_->queued.store(0, std::memory_order_release);
+  impl_->completed_atomic.store(impl_->completed, std::memory_order_release);
   if (impl_->completed == impl_->enqueued) impl_->drained.notify_all();
   impl_->drained.wait(lock, [&] { return impl_->completed == impl_->enqueued; });
   finished = impl_->take_finished();
@@ -233,6 +274,11 @@ c10::Stream make_stream(c10::DeviceIndex device, c10::StreamId id) {
 StreamQueue& queue_of(const c10::Stream& stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
               "Expected a TPU stream, got a stream of device ", stream.device());
+  // The last queue this thread asked for (queues live for the process): a launch finds its
+  // stream's queue without the registry's lock.
+  thread_local c10::Stream last_stream = c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kCPU));
+  thread_local StreamQueue* last_queue = nullptr;
+  if (last_queue != nullptr && stream == last_stream) return *last_queue;
   check_device_index(stream.device_index());
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -242,6 +288,8 @@ StreamQueue& queue_of(const c10::Stream& stream) {
                 "Unknown TPU stream id ", stream.id());
     slot = std::make_unique<StreamQueue>(stream.device_index(), stream.id(), 0);
   }
+  last_stream = stream;
+  last_queue = slot.get();
   return *slot;
 }
 
