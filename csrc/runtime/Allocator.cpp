@@ -32,7 +32,10 @@ struct Block {
 };
 
 struct DeviceState {
-  std::multimap<size_t, void*> cached;  // free blocks by rounded size
+  // Free blocks by rounded size (a request takes a block of its exact size class): lists that
+  // keep their capacity, so a steady state of allocations and frees allocates no host memory.
+  std::unordered_map<size_t, std::vector<void*>> cached;
+  size_t cached_blocks = 0;
   Allocator::DeviceStats stats;
   size_t reserved = 0;
   size_t allocated = 0;
@@ -83,16 +86,19 @@ std::string format_bytes(size_t bytes) {
 // Releases every cached block of a device. Caller holds the mutex.
 void release_cached(State& s, c10::DeviceIndex device) {
   auto& d = s.devices[device];
-  for (auto& [size, ptr] : d.cached) {
-    update(d.stats.reserved_bytes, pool_of(size), -int64_t(size));
-    update(d.stats.segment, pool_of(size), -1);
-    d.stats.num_device_free++;
-    d.reserved -= size;
-    s.blocks.erase(ptr);
-    s.by_address.erase(reinterpret_cast<uintptr_t>(ptr));
-    std::free(ptr);
+  for (auto& [size, ptrs] : d.cached) {
+    for (void* ptr : ptrs) {
+      update(d.stats.reserved_bytes, pool_of(size), -int64_t(size));
+      update(d.stats.segment, pool_of(size), -1);
+      d.stats.num_device_free++;
+      d.reserved -= size;
+      s.blocks.erase(ptr);
+      s.by_address.erase(reinterpret_cast<uintptr_t>(ptr));
+      std::free(ptr);
+    }
   }
   d.cached.clear();
+  d.cached_blocks = 0;
 }
 
 void delete_block(void* ptr) {
@@ -112,7 +118,8 @@ void delete_block(void* ptr) {
   update(d.stats.requested_bytes, pool, -int64_t(b.requested));
   d.allocated -= b.size;
   b.allocated = false;
-  d.cached.emplace(b.size, ptr);
+  d.cached[b.size].push_back(ptr);
+  ++d.cached_blocks;
 }
 
 }  // namespace
@@ -139,9 +146,10 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
 
   void* ptr = nullptr;
   auto cached = d.cached.find(rounded);
-  if (cached != d.cached.end()) {
-    ptr = cached->second;
-    d.cached.erase(cached);
+  if (cached != d.cached.end() && !cached->second.empty()) {
+    ptr = cached->second.back();
+    cached->second.pop_back();
+    --d.cached_blocks;
   } else {
     // A request that does not fit first releases the cache, then waits for the work queued on
     // the device's streams: the tensors that queued work holds are freed once it has run (as
@@ -151,7 +159,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     // again as long as a wait found queued work to wait for (up to a bound), and fails only when
     // the device's queues were idle and it still does not fit.
     for (int attempt = 0; attempt < 64 && ptr == nullptr; ++attempt) {
-      if (d.reserved + rounded > capacity && !d.cached.empty()) {
+      if (d.reserved + rounded > capacity && d.cached_blocks > 0) {
         d.stats.num_alloc_retries++;
         release_cached(s, device);
       }
@@ -167,7 +175,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
         lock.lock();
         if (!waited) {
           // Nothing was queued: one last look (a release may have finished meanwhile).
-          if (d.reserved + rounded > capacity && !d.cached.empty()) release_cached(s, device);
+          if (d.reserved + rounded > capacity && d.cached_blocks > 0) release_cached(s, device);
           if (d.reserved + rounded <= capacity) ptr = std::aligned_alloc(64, rounded);
           break;
         }

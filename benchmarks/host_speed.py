@@ -1,0 +1,233 @@
+"""Host speed on small work (issue #15): torchtpu's eager modes against PyTorch's CPU eager.
+
+People run pytest suites and model-zoo sweeps of tiny models on "tpu", where the host overhead
+per op is the whole cost. Measured in one process, interleaved, medians of the repeats:
+
+    tiny ops     64x64 float32 `x + y` with the results kept alive (allocation included) and
+                 discarded, and `x.add_(y)`: microseconds per op on the CPU and on "tpu" in
+                 strict, fused and debug eager (fused: recording, planning from the plan cache
+                 and running, per op, over a loop of 200 ops and a synchronize)
+    streams      a synchronize with nothing pending; a strict round trip (x.add_(y), then
+                 synchronize)
+    fused region the host time per recorded op of a cached region of 11 element-wise ops
+                 (record, then flush: lookup and run)
+    training     steps per second of examples/train.py's model (d_model 64, 2 layers, 16x64
+                 tokens, AdamW) and of a small nn.TransformerEncoder of the same size, on the CPU
+                 and on "tpu" in strict and fused eager
+
+The GEMM targets of the issue are measured by benchmarks/gemm.py.
+
+    python benchmarks/host_speed.py             # about 3 minutes on 2 cores
+    python benchmarks/host_speed.py --quick     # fewer repeats
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchtpu
+
+import common
+import eager_modes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import train as example  # noqa: E402  (examples/train.py: the model of the main job)
+
+MODES = ("cpu", "strict", "fused", "debug")
+TARGETS = {  # issue #15
+    "add_kept_strict_over_cpu": 1.5,
+    "add_kept_fused_over_cpu": 1.0,
+    "sync_idle_us": 10.0,
+    "round_trip_us": 20.0,
+    "fused_region_us_per_op": 5.0,
+    "train_strict_over_cpu": 0.9,
+    "train_fused_over_cpu": 1.1,
+}
+
+
+def in_mode(mode, fn):
+    """fn run in `mode` (the CPU column runs it as it is), synchronized."""
+    if mode == "cpu":
+        return fn
+
+    def run():
+        with torchtpu.eager_mode(mode):
+            result = fn()
+            common.sync()
+            del result
+    return run
+
+
+def tiny_ops(ops: int):
+    """Per-op callables over `ops` ops, for each column."""
+    cases = {}
+    for name in ("add_kept", "add_discarded", "add_inplace"):
+        cases[name] = {}
+        for mode in MODES:
+            device = "cpu" if mode == "cpu" else "tpu"
+            x = torch.randn(64, 64, device=device)
+            y = torch.randn(64, 64, device=device)
+
+            def body(x=x, y=y, name=name):
+                if name == "add_kept":
+                    return [x + y for _ in range(ops)]
+                if name == "add_discarded":
+                    for _ in range(ops):
+                        x + y
+                    return None
+                for _ in range(ops):
+                    x.add_(y)
+                return None
+            cases[name][mode] = in_mode(mode, body)
+    return cases
+
+
+def stream_costs(reps: int):
+    """Microseconds of a synchronize with nothing pending and of a strict round trip."""
+    x = torch.randn(64, 64, device="tpu")
+    y = torch.randn(64, 64, device="tpu")
+    common.sync()
+    idle, trip = [], []
+    for _ in range(reps):
+        start = time.perf_counter()
+        torch.tpu.synchronize()
+        idle.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        x.add_(y)
+        torch.tpu.synchronize()
+        trip.append(time.perf_counter() - start)
+    return 1e6 * common.median(idle), 1e6 * common.median(trip)
+
+
+def training(make_model, make_batch, loss_fn):
+    def make(mode):
+        device = "cpu" if mode == "cpu" else "tpu"
+        torch.manual_seed(0)
+        model = make_model().to(device)
+        x, target = make_batch(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), target)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return in_mode(mode, step)
+    return make
+
+
+def example_step():
+    e = dict(vocab=80, d_model=64, layers=2, heads=4, context=64, batch=16)
+
+    def batch(device):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
+        y = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
+        return x.to(device), y.to(device)
+
+    def loss(logits, y):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return training(lambda: example.CharTransformer(e["vocab"], e["d_model"], e["layers"],
+                                                    e["heads"], e["context"]), batch, loss)
+
+
+def encoder_step():
+    def model():
+        layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True)
+        return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    return training(model, lambda device: (torch.randn(16, 64, 64, device=device),
+                                           torch.randn(16, 64, 64, device=device)), F.mse_loss)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    repeats = 7 if args.quick else 21
+    ops = 200
+    results = {"per_op_us": {}, "train_steps_per_s": {}}
+
+    print(f"== tiny ops (64x64 float32), {ops} ops per call, median of {repeats} interleaved", flush=True)
+    for name, fns in tiny_ops(ops).items():
+        times = common.interleaved(fns, repeats=repeats, warmup=2)
+        row = {mode: 1e6 * common.median(times[mode]) / ops for mode in MODES}
+        results["per_op_us"][name] = row
+        print(f"  {name:14s} " + "  ".join(f"{m} {row[m]:6.2f} us" for m in MODES) +
+              f"   tpu/cpu: strict {row['strict'] / row['cpu']:.2f}x, fused "
+              f"{row['fused'] / row['cpu']:.2f}x", flush=True)
+
+    idle, trip = stream_costs(2000)
+    results["sync_idle_us"], results["round_trip_us"] = idle, trip
+    print(f"== streams: synchronize with nothing pending {idle:.2f} us, strict round trip "
+          f"(add_, synchronize) {trip:.2f} us", flush=True)
+
+    rec, fl = eager_modes.capture_cost(reps=100 if args.quick else 300)
+    results["fused_region_us_per_op"] = {"record": rec, "flush": fl, "total": rec + fl}
+    print(f"== fused eager, cached region of 11 ops: record {rec:.2f} + flush {fl:.2f} = "
+          f"{rec + fl:.2f} us per op", flush=True)
+
+    for name, make in (("example", example_step()), ("encoder", encoder_step())):
+        fns = {mode: make(mode) for mode in ("cpu", "strict", "fused")}
+        times = common.interleaved(fns, repeats=repeats, warmup=2)
+        row = {mode: 1.0 / common.median(times[mode]) for mode in fns}
+        results["train_steps_per_s"][name] = row
+        print(f"== training, {name}: steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
+              f"({row['strict'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
+              f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
+
+    kept = results["per_op_us"]["add_kept"]
+    measured = {
+        "add_kept_strict_over_cpu": kept["strict"] / kept["cpu"],
+        "add_kept_fused_over_cpu": kept["fused"] / kept["cpu"],
+        "sync_idle_us": idle,
+        "round_trip_us": trip,
+        "fused_region_us_per_op": rec + fl,
+        "train_strict_over_cpu": min(r["strict"] / r["cpu"] for r in results["train_steps_per_s"].values()),
+        "train_fused_over_cpu": min(r["fused"] / r["cpu"] for r in results["train_steps_per_s"].values()),
+    }
+    higher_is_better = {"train_strict_over_cpu", "train_fused_over_cpu"}
+    print("== targets (issue #15)")
+    results["targets"] = {}
+    for key, target in TARGETS.items():
+        value = measured[key]
+        met = value >= target if key in higher_is_better else value <= target
+        results["targets"][key] = {"measured": value, "target": target, "met": met}
+        print(f"  {key:28s} {value:8.2f}  target {'>=' if key in higher_is_better else '<='} "
+              f"{target:<5}  {'met' if met else 'MISSED'}")
+    name = "host_speed" + ("_quick" if args.quick else "")
+    common.write_json(name, {"repeats": repeats, **results})
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        ops_rows = results["per_op_us"]
+        width = 0.2
+        for k, mode in enumerate(MODES):
+            axes[0].bar([i + (k - 1.5) * width for i in range(len(ops_rows))],
+                        [r[mode] for r in ops_rows.values()], width, label=mode)
+        axes[0].set_xticks(range(len(ops_rows)))
+        axes[0].set_xticklabels(list(ops_rows))
+        axes[0].set_ylabel("host us per op (measured)")
+        axes[0].set_title("tiny ops, 64x64 float32")
+        train = results["train_steps_per_s"]
+        for k, mode in enumerate(("cpu", "strict", "fused")):
+            axes[1].bar([i + (k - 1) * width for i in range(len(train))],
+                        [r[mode] / r["cpu"] for r in train.values()], width, label=mode)
+        axes[1].axhline(1.0, color="gray", lw=0.8)
+        axes[1].set_xticks(range(len(train)))
+        axes[1].set_xticklabels(list(train))
+        axes[1].set_ylabel("training steps/s relative to PyTorch CPU eager")
+        axes[1].set_title("small training steps")
+        for ax in axes:
+            ax.legend(fontsize=8)
+        return fig
+    common.plot(name, draw)
+
+
+if __name__ == "__main__":
+    main()
