@@ -95,7 +95,7 @@ struct StreamQueue::Impl {
 
   // The worker spins this long for new work before it parks on `cv`: a host thread issuing
   // small ops one after another then hands each over without waking a parked thread (a futex
-  // wake costs the issuing thread microseconds; docs/design.md, "Streams").
+  // wake costs the issuing thread microseconds; docs/runtime.md, "Streams and events").
   static constexpr auto kSpin = std::chrono::microseconds(50);
   std::atomic<size_t> queued{0};  // items.size(), readable without the lock
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)

@@ -365,6 +365,7 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
     torchtpu.set_eager_mode("strict" if compiled else mode)
     stage = "forward"
     checked: list[str] = []
+    a = None  # the forward's output on "tpu"
     try:
         dev_model = copy.deepcopy(ref["model"]).to("tpu")
         torchtpu.metrics.reset()
@@ -434,19 +435,23 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
         except Exception:  # noqa: BLE001 - a deferred error of the same failure
             pass
         if compiled and stage in ("forward", "backward"):
-            cpu_error = compiled_on_cpu_fails(ref)
+            tpu_out = a.detach().cpu() if stage == "forward" and a is not None else None
+            cpu_error = compiled_on_cpu_fails(ref, tpu_out)
             if cpu_error is not None:
                 return {"status": "harness", "stage": stage,
-                        "reason": f"PyTorch's own compile fails on the CPU too (backend "
-                                  f"aot_eager): {cpu_error}"}
+                        "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
+                                  f"the same: {cpu_error}"}
         return {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
                 "fallbacks": torchtpu.metrics.fallbacks()}
 
 
-def compiled_on_cpu_fails(ref: dict) -> str | None:
+def compiled_on_cpu_fails(ref: dict, tpu_out=None) -> str | None:
     """The error of the same forward and backward compiled on the CPU by PyTorch's own backend
     "aot_eager" (Dynamo and AOTAutograd, then eager kernels), or None when it runs: a compiled
-    "tpu" failure that this reproduces is PyTorch's, not torchtpu's."""
+    "tpu" failure that this reproduces is PyTorch's, not torchtpu's. With `tpu_out` (a compiled
+    "tpu" forward that differs from eager): also when the CPU's compiled forward differs from
+    eager as well and the "tpu" one equals it (the model computes another thing when compiled,
+    as transformers' code does under torch.compiler.is_compiling())."""
     import copy
 
     import torch
@@ -455,7 +460,15 @@ def compiled_on_cpu_fails(ref: dict) -> str | None:
         torch._dynamo.reset()
         model = torch.compile(copy.deepcopy(ref["model"]), backend="aot_eager")
         torch.manual_seed(0)
-        first_tensor(model(**ref["inputs"])).float().pow(2).mean().backward()
+        out = first_tensor(model(**ref["inputs"]))
+        cpu_compiled = out.detach()
+        out.float().pow(2).mean().backward()
+        if tpu_out is not None and not torch.allclose(cpu_compiled, ref["out"], atol=ATOL, rtol=RTOL):
+            vs_eager = (cpu_compiled - ref["out"]).abs().max().item()
+            vs_tpu = (cpu_compiled - tpu_out).abs().max().item()
+            if torch.allclose(tpu_out, cpu_compiled, atol=ATOL, rtol=RTOL):
+                return (f"its forward differs from eager on the CPU too (max |diff| {vs_eager:.3g}); "
+                        f"the compiled tpu forward equals it (max |diff| {vs_tpu:.3g})")
         return None
     except Exception as e:  # noqa: BLE001
         return f"{type(e).__name__}: {str(e)[:200]}"
@@ -598,7 +611,8 @@ def harness_kind(reason: str) -> str:
     for prefix, kind in (("main input", "no input recipe for the main input"),
                          ("ill-conditioned", "ill-conditioned in float32"),
                          ("the forward pass draws", "random forward pass"),
-                         ("timeout", "timeout")):
+                         ("timeout", "timeout"),
+                         ("PyTorch's own compile", "PyTorch's own compile (aot_eager) on the CPU does the same")):
         if reason.startswith(prefix):
             return kind
     return "too large after shrinking" if "parameters after shrinking" in reason else reason[:40]
