@@ -23,9 +23,7 @@ The GEMM targets of the issue are measured by benchmarks/gemm.py.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -33,10 +31,8 @@ import torch.nn.functional as F
 import torchtpu
 
 import common
+import compile as compile_bench
 import eager_modes
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import train as example  # noqa: E402  (examples/train.py: the model of the main job)
 
 MODES = ("cpu", "strict", "fused", "debug")
 TARGETS = {  # issue #15
@@ -104,45 +100,22 @@ def stream_costs(reps: int):
     return 1e6 * common.median(idle), 1e6 * common.median(trip)
 
 
-def training(make_model, make_batch, loss_fn):
-    def make(mode):
-        device = "cpu" if mode == "cpu" else "tpu"
-        torch.manual_seed(0)
-        model = make_model().to(device)
-        x, target = make_batch(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x), target)
-            loss.backward()
-            opt.step()
-            return loss.item()
-        return in_mode(mode, step)
-    return make
+def training(make):
+    """A training step (compile.py's cases: AdamW, loss.item() at the end) run in each column."""
+    return lambda mode: in_mode(mode, make("cpu" if mode == "cpu" else "strict"))
 
 
 def example_step():
-    e = dict(vocab=80, d_model=64, layers=2, heads=4, context=64, batch=16)
-
-    def batch(device):
-        g = torch.Generator().manual_seed(0)
-        x = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
-        y = torch.randint(e["vocab"], (e["batch"], e["context"]), generator=g)
-        return x.to(device), y.to(device)
-
-    def loss(logits, y):
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-    return training(lambda: example.CharTransformer(e["vocab"], e["d_model"], e["layers"],
-                                                    e["heads"], e["context"]), batch, loss)
+    return training(compile_bench.example_case())
 
 
 def encoder_step():
     def model():
         layer = nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True)
         return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-    return training(model, lambda device: (torch.randn(16, 64, 64, device=device),
-                                           torch.randn(16, 64, 64, device=device)), F.mse_loss)
+    return training(compile_bench.training_case(
+        model, lambda device: (torch.randn(16, 64, 64, device=device),
+                               torch.randn(16, 64, 64, device=device)), F.mse_loss))
 
 
 def main():
