@@ -19,6 +19,7 @@
 #include <atomic>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace torchtpu::aten {
@@ -40,9 +41,9 @@ enum class Capture {
 };
 
 // Returns true when it handled the op (the results are on the stack); false to run the kernel.
-// `traits`: the op's (OpTraits.h), found once per kernel.
+// `traits`: the op's (OpTraits.h) and `name` its op_name(), found once per kernel.
 using EntryHook = bool (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack,
-                           Capture capture, const OpTraits& traits);
+                           Capture capture, const OpTraits& traits, const std::string& name);
 void set_entry_hook(EntryHook hook);
 EntryHook entry_hook();
 
@@ -65,7 +66,8 @@ class EntryKernel final : public c10::OperatorKernel {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
     const runtime::OpModeScope mode;
     if (!inside_kernel()) {
-      if (EntryHook hook = entry_hook(); hook != nullptr && hook(op, stack, capture_, traits(op))) {
+      if (EntryHook hook = entry_hook();
+          hook != nullptr && hook(op, stack, capture_, traits(op), name(op))) {
         return;
       }
     }
@@ -86,6 +88,11 @@ class EntryKernel final : public c10::OperatorKernel {
     slot->fetch_add(1, std::memory_order_relaxed);
   }
 
+  const std::string& name(const c10::OperatorHandle& op) {
+    std::call_once(named_, [&] { name_ = op_name(op); });
+    return name_;
+  }
+
   const OpTraits& traits(const c10::OperatorHandle& op) {
     const OpTraits* t = traits_.load(std::memory_order_acquire);
     if (t == nullptr) {
@@ -99,6 +106,8 @@ class EntryKernel final : public c10::OperatorKernel {
   Capture capture_;
   std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
   std::atomic<const OpTraits*> traits_{nullptr};      // this op's traits, found once
+  std::once_flag named_;
+  std::string name_;                                  // op_name(op), found once
 };
 
 // m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments))

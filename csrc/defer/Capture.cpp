@@ -490,6 +490,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     if (!v.isTensor() && !v.isTensorList() && !v.isOptionalTensorList()) hash_ivalue(h, v);
   }
   const auto ranges = operand_ranges(node.args);
+  node.operands.reserve(ranges.empty() ? 0 : ranges.back().second);
   for_each_tensor_slot(node.args, [&](at::Tensor& t) {
     node.operands.push_back(make_operand(s, t, h));
     t = at::Tensor();
@@ -582,6 +583,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     node.elementwise = false;
   }
   s.fingerprint = h;
+  if (s.nodes.capacity() == 0) s.nodes.reserve(64);
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
   static const runtime::metrics::Counter ops_recorded("defer.ops_recorded");
@@ -879,7 +881,8 @@ bool record_dropout(torch::jit::Stack* stack) {
 
 // Factories: a tensor over a pending storage, unless the allocator must see the request now (an
 // empty tensor, a request larger than the HBM, memory pressure: out of memory at the op).
-bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                    const std::string& name) {
   // empty.memory_format(size, dtype, layout, device, pin_memory, memory_format)
   // empty_strided(size, stride, dtype, layout, device, pin_memory)
   const auto& schema = op.schema();
@@ -907,7 +910,7 @@ bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
   if (d.index() >= runtime::device_count()) return false;  // the kernel raises
   if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
-  runtime::metrics::add(runtime::metrics::Category::op, aten::op_name(op));  // (recorded)
+  runtime::metrics::add(runtime::metrics::Category::op, name);  // (recorded)
   at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
   torch::jit::drop(*stack, num_args);
   stack->push_back(std::move(t));
@@ -998,7 +1001,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
 }
 
 bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
-              const aten::OpTraits& traits) {
+              const aten::OpTraits& traits, const std::string& name) {
   State& s = state();
   const bool capturing = t_capturing;
   if (runtime::eager_mode() != runtime::EagerMode::fused && !capturing) {
@@ -1008,11 +1011,10 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
   if (capture == Capture::view) return false;
   if (capture == Capture::factory) {
-    if (record_factory(op, stack)) return true;
-    if (capturing) fold_or_fail(s, op, *stack, "a factory ran at once: " + aten::op_name(op));
+    if (record_factory(op, stack, name)) return true;
+    if (capturing) fold_or_fail(s, op, *stack, "a factory ran at once: " + name);
     return false;
   }
-  const std::string name = aten::op_name(op);
   if (capture == Capture::random && name == "aten::native_dropout" && record_dropout(stack)) {
     return true;  // (while capturing, its mask's bernoulli_ is recorded too)
   }
