@@ -547,7 +547,14 @@ def report(paths: list[str], target: Path | None = None) -> None:
         "offline from config classes; forward, backward and an AdamW step compared with the CPU; "
         "generate() for causal LMs; each type in its own subprocess, run on the CPU once and then "
         "on \"tpu\" in each eager mode). Records: " + ", ".join(f"`{Path(x).name}`" for x in paths)
-        + " (a type in a later file replaces its earlier records). Do not edit by hand.", "",
+        + " (a type in a later file replaces its earlier records). Do not edit by hand.", ""]
+    if "compiled" in modes:
+        lines += [
+            "Mode compiled: the model through `torch.compile(model, backend=\"tpu\")` (forward, "
+            "AOTAutograd's backward), a capturable AdamW step compiled, generate() eagerly; a "
+            "failure that PyTorch's own `aot_eager` backend reproduces on the CPU (an error, or a "
+            "compiled forward that differs from eager as the tpu one does) is a harness limit.", ""]
+    lines += [
         "| eager mode | model types tried | built and run | passed | % of built | backend bugs |",
         "|---|---|---|---|---|---|"]
     for m in modes:
