@@ -89,8 +89,8 @@ def compiled() -> dict:
     per input shape), their ops, their runs (replays without dispatch), the ops folded into
     them as constants, the calls whose inputs matched no program, the calls run op by op and
     the captures that failed by reason, and, from Dynamo's own records (every backend's, since
-    the process started or ``torch._dynamo.reset()``), graph breaks by reason and
-    recompilations with their reasons."""
+    the process started or the last ``reset()``), graph breaks by reason and recompilations
+    with their reasons."""
     c = counters()
     out = {
         "dynamo_graphs": c.get("compile.dynamo_graphs", 0),
@@ -122,10 +122,18 @@ def compiled() -> dict:
     if "torch._dynamo" in sys.modules:  # (nothing was compiled otherwise)
         from torch._dynamo.utils import counters as dynamo_counters, get_compilation_metrics
 
-        out["graph_breaks"] = dict(dynamo_counters["graph_break"])
+        seen_breaks, seen_metrics = _dynamo_seen
+        out["graph_breaks"] = {reason: n - seen_breaks.get(reason, 0)
+                               for reason, n in dynamo_counters["graph_break"].items()
+                               if n > seen_breaks.get(reason, 0)}
         out["recompilations"] = [m.recompile_reason for m in get_compilation_metrics()
-                                 if m.recompile_reason]
+                                 if m.recompile_reason and id(m) not in seen_metrics]
     return out
+
+
+# Dynamo's records (graph breaks by reason, compilation metrics) as of the last reset(): Dynamo
+# keeps them for the process (torch._dynamo.reset() clears neither), compiled() counts the rest.
+_dynamo_seen: tuple = ({}, set())
 
 
 def _compile_cache_directory():
@@ -144,8 +152,14 @@ def programs() -> list[dict]:
 
 
 def reset() -> None:
+    global _dynamo_seen
     _C.metrics_reset()
     _C.defer_reset_materializations()
+    if "torch._dynamo" in sys.modules:
+        from torch._dynamo.utils import counters as dynamo_counters, get_compilation_metrics
+
+        _dynamo_seen = (dict(dynamo_counters["graph_break"]),
+                        {id(m) for m in get_compilation_metrics()})
 
 
 def _fused_eager_lines(limit: int | None) -> list[str]:

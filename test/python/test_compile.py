@@ -91,6 +91,12 @@ def test_graph_breaks_and_recompilations_are_counted_with_their_reasons():
     assert sum(c["graph_breaks"].values()) >= 1, c
     assert c["recompilations"] and any("size mismatch" in r for r in c["recompilations"]), c
     assert "graph breaks" in torchtpu.metrics.report()
+    # Dynamo keeps its records for the process; compiled() counts from the last reset()
+    torchtpu.metrics.reset()
+    c = compiled()
+    assert not c["graph_breaks"] and not c["recompilations"], c
+    g(torch.randn(8).to("tpu"))
+    assert sum(compiled()["graph_breaks"].values()) >= 1
 
 
 def test_an_input_mutated_in_the_graph_is_written_back():
