@@ -39,8 +39,16 @@ def directory():
         return None
     global _build
     if _build is None:
-        so = os.stat(_C.__file__)  # (entries of another torchtpu build are never read)
-        key = f"{torch.__version__}|{_C.__file__}|{so.st_size}|{so.st_mtime_ns}"
+        # The build: torch's version and the size and time of torchtpu's Python files and
+        # libraries (its meta kernels shape AOTAutograd's graphs): another build's entries are
+        # never read.
+        import glob
+
+        package = os.path.dirname(os.path.abspath(__file__))
+        files = sorted(glob.glob(os.path.join(package, "*.py")) + glob.glob(os.path.join(package, "*.so"))
+                       + glob.glob(os.path.join(package, "lib", "*.so*")))
+        key = torch.__version__ + "".join(
+            f"|{f}:{os.stat(f).st_size}:{os.stat(f).st_mtime_ns}" for f in files)
         _build = "build-" + hashlib.sha256(key.encode()).hexdigest()[:16]
     return os.path.join(os.path.abspath(root), _build)
 

@@ -15,12 +15,13 @@ breaks and recompilations are counted (``torchtpu.metrics.compiled()``). With
 """
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
 import torch
 
-from . import _C, _compile_cache
+from . import _C
 
 _aot = None
 _warned_options = False
@@ -214,9 +215,11 @@ def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
         )
     _count("compile.dynamo_graphs")
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
-    if _compile_cache.directory() is None:
+    if not os.environ.get("TORCHTPU_CACHE_DIR"):
         compiled = _aot(gm, example_inputs)
-    else:  # (docs/compiled-mode.md, "The compilation cache")
+    else:  # (docs/compiled-mode.md, "The compilation cache"; imported only then)
+        from . import _compile_cache
+
         compiled = _compile_cache.compile(gm, example_inputs)
     _count("compile.time_ns", time.perf_counter_ns() - start)
     return compiled

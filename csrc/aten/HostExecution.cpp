@@ -45,23 +45,26 @@
 namespace torchtpu::aten {
 namespace {
 
-// A CPU tensor over the bytes of a TPU tensor, with a resizable storage of its own (resizing it
-// moves it to fresh memory and leaves the device memory alone).
-at::Tensor resizable_host_alias(const at::Tensor& t) {
-  const c10::Storage& storage = t.storage();
+// A CPU tensor over the bytes of `storage` (a TPU tensor's) with this geometry, with a resizable
+// storage of its own (resizing it moves it to fresh memory and leaves the device memory alone).
+at::Tensor host_alias_over(const c10::Storage& storage, c10::IntArrayRef sizes,
+                           c10::IntArrayRef strides, int64_t offset, caffe2::TypeMeta dtype) {
   auto impl = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
       c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
       /*resizable=*/true);
   auto alias = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(),
-                                                     t.storage_offset());
+      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
   return alias;
 }
 
+at::Tensor resizable_host_alias(const at::Tensor& t) {
+  return host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(), t.dtype());
+}
+
 // A TPU tensor as an op issued in strict eager sees it: its storage and geometry then. The
-// stream's worker makes the host alias (resizable_host_alias) when the op runs.
+// stream's worker makes the host alias (host_alias_over) when the op runs.
 struct IssuedTensor {
   c10::Storage storage;
   c10::DimVector sizes, strides;
@@ -72,16 +75,7 @@ struct IssuedTensor {
     return {t.storage(), c10::DimVector(t.sizes()), c10::DimVector(t.strides()),
             t.storage_offset(), t.dtype()};
   }
-  at::Tensor host_alias() const {
-    auto impl = c10::make_intrusive<c10::StorageImpl>(
-        c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
-        c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
-        /*resizable=*/true);
-    auto alias = at::detail::make_tensor<c10::TensorImpl>(
-        c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
-    alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
-    return alias;
-  }
+  at::Tensor host_alias() const { return host_alias_over(storage, sizes, strides, offset, dtype); }
 };
 
 // A TPU tensor for a new host result: it takes the result's memory over when that is a device

@@ -175,18 +175,17 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   if (impl_->parked) impl_->cv.notify_one();  // (a spinning worker sees `queued`)
 }
 
-bool StreamQueue::drained_soon() const {
+void StreamQueue::drained_soon() const {
   // A host thread about to wait for this stream spins this long first: small work finishes in
   // microseconds, and a parked waiter is woken by a futex, which costs as much again.
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
   do {
     if (impl_->completed_atomic.load(std::memory_order_acquire) ==
         impl_->enqueued_atomic.load(std::memory_order_acquire)) {
-      return true;
+      return;
     }
     std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < until);
-  return false;
 }
 
 void StreamQueue::synchronize() {

@@ -59,8 +59,8 @@ class StreamQueue {
   int priority() const { return priority_; }
 
  private:
-  // Spins briefly until everything enqueued has run; false when it has not by then.
-  bool drained_soon() const;
+  // Spins briefly (50 us at most) until everything enqueued has run.
+  void drained_soon() const;
   struct Impl;
   c10::DeviceIndex device_;
   c10::StreamId id_;
