@@ -3,8 +3,9 @@
 - ``native_ops()``: aten ops run by a native torchtpu kernel, by name;
 - ``fallbacks()``: aten ops that ran on the CPU through the fallback, by name;
 - ``counters()``: other events (bytes transferred per direction, out-of-memory errors, ...);
-- ``estimate()``: what the launches so far would take on the simulated chip (cost model);
-- ``op_times()``: estimated device seconds per op;
+- ``estimate(chip=None)``: what the launches so far would take on the simulated chip, or on any
+  other known chip after the fact (cost model);
+- ``op_times(chip=None)``: estimated device seconds per op;
 - ``compiled()``: ``torch.compile(backend="tpu")``: graphs, programs, graph breaks, recompilations;
 - ``programs()``: every compiled program: ops, regions, runs, estimated device time per run;
 - ``report()``: all of it, with the memory figures of each device, as text;
@@ -31,9 +32,14 @@ def counters() -> dict[str, int]:
     return dict(_C.metrics_snapshot("counter"))
 
 
-def op_times() -> dict[str, float]:
-    """Estimated device time (seconds, cost model) of each op's launches so far."""
-    return {k: v * 1e-12 for k, v in _C.metrics_snapshot("op_time").items()}
+def op_times(chip: str | None = None, launch_us: float | None = None) -> dict[str, float]:
+    """Estimated device time (seconds, cost model) of each op's launches so far, on the
+    simulated chip or on ``chip`` (see ``estimate``)."""
+    return dict(_price(chip, launch_us)["op_seconds"])
+
+
+def _price(chip, launch_us) -> dict:
+    return _C.price_run(chip or "", -1.0 if launch_us is None else float(launch_us))
 
 
 def host_times() -> dict[str, float]:
@@ -43,36 +49,46 @@ def host_times() -> dict[str, float]:
     return {k: v * 1e-9 for k, v in _C.metrics_snapshot("host_time").items()}
 
 
-def estimate() -> dict[str, float]:
+def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     """The cost model's estimate for everything launched since the last reset.
 
-    Every figure is *estimated for the simulated chip* (``chip``), not measured: device time
-    and its MXU / VPU / HBM terms in seconds, useful FLOPs, FLOPs the MXUs execute (padded
-    shapes times bf16 passes), HBM bytes, launches, achieved fraction of peak, and the
-    arithmetic intensity against the chip's ridge point (the roofline position).
+    Every figure is *estimated*, not measured: device time and its MXU / VPU / HBM terms in
+    seconds, useful FLOPs, FLOPs the MXUs execute (padded shapes times bf16 passes), HBM bytes,
+    launches, the fraction of the chip's peak, and the arithmetic intensity against the chip's
+    ridge point (the roofline position).
+
+    ``chip`` prices the same launches for another generation after the fact ("v4", "v5e",
+    "v5p", "v6e", "v7"), as running under ``TORCHTPU_CHIP`` would; ``launch_us`` sets the cost
+    of one launch (default: the chip's, from ``TORCHTPU_LAUNCH_US`` or 2 us). Launches of ops
+    that ran through a host fallback are priced as if native and counted in
+    ``priced_as_native`` (docs/insight.md).
     """
-    c = counters()
-    chip = _C.chip()
-    seconds = c.get("estimate.device_time_ps", 0) * 1e-12
-    flops = float(c.get("estimate.flops", 0))
-    hbm = float(c.get("estimate.hbm_bytes", 0))
-    mxu_flops = float(c.get("estimate.mxu_flops", 0))
+    r = _price(chip, launch_us)
+    spec = next(c for c in _C.all_chips() if c["name"] == r["chip"])
+    seconds, flops, hbm, mxu_flops = r["seconds"], r["flops"], r["hbm_bytes"], r["mxu_flops"]
+    terms = {"mxu": r["mxu_s"], "vpu": r["vpu_s"], "hbm": r["hbm_s"],
+             "launch": r["launches"] * r["launch_seconds"]}
     return {
-        "chip": chip["name"],
+        "chip": r["chip"],
         "device_time_s": seconds,
-        "mxu_time_s": c.get("estimate.mxu_time_ps", 0) * 1e-12,
-        "vpu_time_s": c.get("estimate.vpu_time_ps", 0) * 1e-12,
-        "hbm_time_s": c.get("estimate.hbm_time_ps", 0) * 1e-12,
-        "launches": c.get("estimate.launches", 0),
+        "mxu_time_s": r["mxu_s"],
+        "vpu_time_s": r["vpu_s"],
+        "hbm_time_s": r["hbm_s"],
+        "launch_time_s": terms["launch"],
+        "launch_us": r["launch_seconds"] * 1e6,
+        "launches": r["launches"],
         "flops": flops,
         "mxu_flops": mxu_flops,
         "hbm_bytes": hbm,
-        "fraction_of_peak": flops / (chip["bf16_flops"] * seconds) if seconds else 0.0,
+        "fraction_of_peak": flops / (spec["bf16_flops"] * seconds) if seconds else 0.0,
         "mxu_useful_fraction": flops / mxu_flops if mxu_flops else 0.0,
         "arithmetic_intensity": flops / hbm if hbm else 0.0,
-        "ridge_point": chip["bf16_flops"] / chip["hbm_bytes_per_s"],
-        "launches_bound_by": {k.split(".")[-1]: v for k, v in c.items()
-                              if k.startswith("estimate.bound.")},
+        "ridge_point": spec["bf16_flops"] / spec["hbm_bytes_per_s"],
+        "launches_bound_by": {k: v for k, v in r["bound"].items() if v},
+        # The term that dominates the whole run: MXU, VPU, HBM, or the launch costs.
+        "bottleneck": max(terms, key=terms.get) if seconds else "",
+        "priced_as_native": r["priced_as_native"],
+        "priced_as_native_ops": dict(r["priced_as_native_ops"]),
     }
 
 
@@ -268,6 +284,9 @@ def report(limit: int | None = 20) -> str:
         times = op_times()
         for name, t in sorted(times.items(), key=lambda kv: -kv[1])[: limit or len(times)]:
             lines.append(f"  {t * 1e3:>10.3f} ms  {name}")
+        if est["priced_as_native"]:
+            lines.append(f"  ({est['priced_as_native']} launches of host-fallback ops priced as if "
+                         f"native: {', '.join(sorted(est['priced_as_native_ops']))})")
     hosts = host_times()
     if hosts:
         lines.append(f"measured host time of stream work: {sum(hosts.values()) * 1e3:.3f} ms")

@@ -13,6 +13,7 @@
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
 #include "sim/CostModel.h"
+#include "sim/Ledger.h"
 #include "sim/Mxu.h"
 
 namespace torchtpu::api {
@@ -75,17 +76,48 @@ std::string current_precision() { return sim::name(sim::current_precision()); }
 double clock_hz() { return sim::cost_model().clock_hz(); }
 double launch_seconds() { return sim::cost_model().launch_seconds(); }
 
+PricedRun price_run(const std::string& chip_name, double launch_us) {
+  const runtime::ChipSpec& chip =
+      chip_name.empty() ? runtime::current_chip() : runtime::chip_by_name(chip_name);
+  const sim::LedgerTotals totals = sim::ledger_totals(chip);
+  PricedRun out;
+  out.chip = chip.name;
+  out.launch_seconds = launch_us >= 0 ? launch_us * 1e-6
+                                      : sim::CostOptions::from_environment(chip.name).launch_seconds;
+  const sim::Priced& a = totals.all;
+  out.busy_s = a.busy_s;
+  out.seconds = a.busy_s + double(a.launches) * out.launch_seconds;
+  out.mxu_s = a.mxu_s;
+  out.vpu_s = a.vpu_s;
+  out.hbm_s = a.hbm_s;
+  out.flops = a.flops;
+  out.mxu_flops = a.mxu_flops;
+  out.hbm_bytes = a.hbm_bytes;
+  out.launches = a.launches;
+  out.bound_mxu = a.bound_mxu;
+  out.bound_vpu = a.bound_vpu;
+  out.bound_hbm = a.bound_hbm;
+  out.priced_as_native = a.priced_as_native;
+  for (const auto& [op, p] : totals.per_op) {
+    out.op_seconds[op] = p.busy_s + double(p.launches) * out.launch_seconds;
+    out.op_launches[op] = p.launches;
+    out.op_flops[op] = p.flops;
+    out.op_hbm_bytes[op] = p.hbm_bytes;
+  }
+  out.priced_as_native_ops = totals.priced_as_native;
+  return out;
+}
+
 std::map<std::string, int64_t> metrics(const std::string& category) {
   using runtime::metrics::Category;
   static const std::map<std::string, Category> categories = {
       {"op", Category::op},
       {"fallback", Category::fallback},
-      {"op_time", Category::op_time},
       {"host_time", Category::host_time},
       {"counter", Category::counter}};
   const auto it = categories.find(category);
   TORCH_CHECK(it != categories.end(), "unknown metrics category '", category,
-              "' (op, fallback, op_time, host_time or counter)");
+              "' (op, fallback, host_time or counter)");
   return runtime::metrics::snapshot(it->second);
 }
 

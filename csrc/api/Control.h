@@ -91,7 +91,24 @@ std::string current_precision();
 double clock_hz();
 double launch_seconds();
 
-// Metrics by category: "op", "fallback", "op_time", "host_time" or "counter".
+// The launches since the last reset of the metrics priced for a chip (docs/insight.md): the
+// simulated one (chip empty) or any known one, after the fact. launch_us < 0: that chip's
+// launch cost (TORCHTPU_LAUNCH_US or the default).
+struct PricedRun {
+  std::string chip;
+  double launch_seconds = 0;  // the launch cost used
+  double seconds = 0, busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0;
+  double flops = 0, mxu_flops = 0, hbm_bytes = 0;
+  int64_t launches = 0, bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, priced_as_native = 0;
+  std::map<std::string, double> op_seconds;         // per op, launch costs included
+  std::map<std::string, int64_t> op_launches;
+  std::map<std::string, double> op_flops, op_hbm_bytes;
+  std::map<std::string, int64_t> priced_as_native_ops;
+};
+PricedRun price_run(const std::string& chip, double launch_us);
+
+
+// Metrics by category: "op", "fallback", "host_time" or "counter".
 std::map<std::string, int64_t> metrics(const std::string& category);
 // Adds to a counter of the "counter" category (events counted above the C++ layers: compiled
 // graphs, ...).

@@ -7,6 +7,7 @@
 #include "runtime/Device.h"
 #include "runtime/Metrics.h"
 #include "runtime/Stream.h"
+#include "sim/Ledger.h"
 
 #include <c10/core/DeviceType.h>
 
@@ -78,7 +79,10 @@ std::map<std::string, int64_t> fallback_counts() {
 std::map<std::string, int64_t> counters() {
   return runtime::metrics::snapshot(runtime::metrics::Category::counter);
 }
-void reset_metrics() { runtime::metrics::reset(); }
+void reset_metrics() {
+  runtime::metrics::reset();
+  sim::ledger_reset();
+}
 
 int64_t memory_allocated(int device) {
   return aggregate(runtime::allocator().getDeviceStats(device).allocated_bytes).current;

@@ -88,12 +88,20 @@ class EntryKernel final : public c10::OperatorKernel {
     slot->fetch_add(1, std::memory_order_relaxed);
   }
 
+  // The name and traits are found once per kernel, except for the CPU fallback: one kernel
+  // registered for every op without a native one.
   const std::string& name(const c10::OperatorHandle& op) {
+    if (capture_ == Capture::fallback) {
+      thread_local std::string fallback_name;
+      fallback_name = op_name(op);
+      return fallback_name;
+    }
     std::call_once(named_, [&] { name_ = op_name(op); });
     return name_;
   }
 
   const OpTraits& traits(const c10::OperatorHandle& op) {
+    if (capture_ == Capture::fallback) return op_traits(op.schema().name());
     const OpTraits* t = traits_.load(std::memory_order_acquire);
     if (t == nullptr) {
       t = &op_traits(op.schema().name());

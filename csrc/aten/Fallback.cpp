@@ -14,6 +14,7 @@
 #include "runtime/Generator.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
+#include "sim/CostModel.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
@@ -49,6 +50,22 @@ bool first_time(const std::string& name) {
   return seen.insert(name).second;
 }
 
+// The elements and tile-padded bytes of the tensors among `values`.
+void add_footprint(c10::ArrayRef<c10::IValue> values, int64_t& elements, double& bytes) {
+  auto add = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    elements = std::max<int64_t>(elements, t.numel());
+    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
+  };
+  for (const c10::IValue& v : values) {
+    if (v.isTensor()) {
+      add(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) add(t);
+    }
+  }
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = op_name(op);
   const size_t num_args = op.schema().arguments().size();
@@ -57,8 +74,21 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   note_fallback(name);
   if (device) wait_for_device(*device);  // the CPU kernel reads device memory as of now
 
-  GeneratorLoan loan(op, stack, device);
-  at::native::cpu_fallback(op, stack);
+  int64_t elements = 0;
+  double bytes = 0;
+  add_footprint(torch::jit::last(*stack, num_args), elements, bytes);
+  {
+    GeneratorLoan loan(op, stack, device);
+    at::native::cpu_fallback(op, stack);
+  }
+  if (device) {
+    // Priced as if native (docs/insight.md): one VPU launch over its tensors at one VPU unit
+    // per vreg (the cheapest element-wise op), flagged as priced as native.
+    add_footprint(torch::jit::last(*stack, op.schema().returns().size()), elements, bytes);
+    sim::Estimate e = sim::cost_model().vector(elements, 1.0, bytes);
+    e.work.priced_as_native = true;
+    sim::record(name, e);
+  }
 }
 
 }  // namespace

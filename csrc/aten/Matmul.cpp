@@ -92,6 +92,9 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
                   "passes, float16 and int8); it runs on the host, in place on the device memory.");
     wait_for_device(out.device());
     run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, false, sim::Precision::kHighest);
+    auto e = sim::matmul_estimate(a, b, out);  // priced as if native (flagged)
+    if (self.defined()) add_epilogue(e, out, self);
+    sim::record(op, e);
     return;
   }
   auto e = sim::matmul_estimate(a, b, out);
@@ -210,7 +213,11 @@ at::Tensor vdot_kernel(const at::Tensor& self, const at::Tensor& other) {
   check_same_device("aten::vdot", {&self, &other});
   wait_for_device(self.device());
   note_fallback("aten::vdot (" + std::string(c10::toString(self.scalar_type())) + ")");
-  return on_device(at::vdot(host_alias(self), host_alias(other)), self.device());
+  at::Tensor out = on_device(at::vdot(host_alias(self), host_alias(other)), self.device());
+  sim::record("aten::vdot", sim::matmul_estimate(1, 1, self.numel(), 1, self.scalar_type(),
+                                                 2 * sim::CostModel::padded_bytes(
+                                                         self.sizes(), self.element_size())));
+  return out;
 }
 
 at::Tensor& int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
@@ -261,8 +268,7 @@ sim::Estimate conv_estimate(const at::Tensor& input, const at::Tensor& weight,
   const double hbm = sim::CostModel::padded_bytes(input.sizes(), bytes) +
                      sim::CostModel::padded_bytes(weight.sizes(), bytes) +
                      sim::CostModel::padded_bytes(output.sizes(), bytes);
-  return sim::cost_model().matmul(groups, M, K, N, sim::matmul_passes(input.scalar_type()), bytes,
-                                  hbm);
+  return sim::matmul_estimate(groups, M, K, N, input.scalar_type(), hbm);
 }
 
 // A TPU tensor over the memory of host result `out` (taken over when `out` owns it alone).
@@ -324,11 +330,9 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   }
   at::Tensor result = ResultInHostMemory::active() ? in_host_memory(out, input.device())
                                                   : on_device(out, input.device());
-  if (sim::mxu_supports(dtype)) {
-    auto e = conv_estimate(input, weight, result, transposed, groups);
-    if (h_bias) add_epilogue(e, result, *b);
-    sim::record("aten::convolution", e);
-  }
+  auto e = conv_estimate(input, weight, result, transposed, groups);
+  if (h_bias) add_epilogue(e, result, *b);
+  sim::record("aten::convolution", e);
   return result;
 }
 
@@ -387,15 +391,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const auto device = input.device();
   std::tuple<at::Tensor, at::Tensor, at::Tensor> result{on_device(gi, device), on_device(gw, device),
                                                         on_device(gb, device)};
-  if (sim::mxu_supports(dtype)) {
-    sim::Estimate e;
-    // Each gradient is one convolution-sized matmul.
-    const auto one = conv_estimate(input, weight, grad_output, transposed, groups);
-    for (int i = 0; i < 2; ++i) {
-      if (output_mask[i]) e += one;
-    }
-    if (e.launches > 0) sim::record("aten::convolution_backward", e);
+  sim::Estimate e;
+  // Each gradient is one convolution-sized matmul.
+  const auto one = conv_estimate(input, weight, grad_output, transposed, groups);
+  for (int i = 0; i < 2; ++i) {
+    if (output_mask[i]) e += one;
   }
+  if (e.launches > 0) sim::record("aten::convolution_backward", e);
   return result;
 }
 

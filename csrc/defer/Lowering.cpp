@@ -545,10 +545,10 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
   }
   if (!p.nodes.empty()) {
     // ... charged as one launch, without the HBM traffic of its intermediates kept in VMEM.
-    e.hbm_bytes = std::max(0.0, e.hbm_bytes - p.vmem_kept_bytes);
-    e.hbm_s = e.hbm_bytes / sim::cost_model().chip().hbm_bytes_per_s;
-    e.launch_s = sim::cost_model().launch_seconds();
-    e.launches = 1;
+    sim::Work w = e.work;
+    w.hbm_bytes = std::max(0.0, w.hbm_bytes - p.vmem_kept_bytes);
+    w.launches = 1;
+    e = sim::cost_model().price(w);
     p.estimated_seconds = e.seconds();
     sim::record("compiled::" + p.name, e);
   }

@@ -30,6 +30,7 @@ py::dict chip_dict(const Chip& c) {
   d["tensor_cores"] = c.tensor_cores;
   d["bf16_flops"] = c.bf16_flops;
   d["int8_ops"] = c.int8_ops;
+  d["fp8_ops"] = c.fp8_ops;
   d["hbm_bytes"] = c.hbm_bytes;
   d["hbm_bytes_per_s"] = c.hbm_bytes_per_s;
   d["vmem_bytes"] = c.vmem_bytes;
@@ -215,6 +216,30 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_precision", [] { return api::current_precision(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
+  m.def("price_run", [](const std::string& chip, double launch_us) {
+    const api::PricedRun r = api::price_run(chip, launch_us);
+    py::dict d;
+    d["chip"] = r.chip;
+    d["launch_seconds"] = r.launch_seconds;
+    d["seconds"] = r.seconds;
+    d["busy_s"] = r.busy_s;
+    d["mxu_s"] = r.mxu_s;
+    d["vpu_s"] = r.vpu_s;
+    d["hbm_s"] = r.hbm_s;
+    d["flops"] = r.flops;
+    d["mxu_flops"] = r.mxu_flops;
+    d["hbm_bytes"] = r.hbm_bytes;
+    d["launches"] = r.launches;
+    d["bound"] = std::map<std::string, int64_t>{
+        {"mxu", r.bound_mxu}, {"vpu", r.bound_vpu}, {"hbm", r.bound_hbm}};
+    d["priced_as_native"] = r.priced_as_native;
+    d["op_seconds"] = r.op_seconds;
+    d["op_launches"] = r.op_launches;
+    d["op_flops"] = r.op_flops;
+    d["op_hbm_bytes"] = r.op_hbm_bytes;
+    d["priced_as_native_ops"] = r.priced_as_native_ops;
+    return d;
+  });
 
   m.def("metrics_snapshot", [](const std::string& category) { return api::metrics(category); });
   m.def("metrics_reset", [] { reset_metrics(); });

@@ -104,12 +104,14 @@ void release_cached(State& s, c10::DeviceIndex device) {
 void delete_block(void* ptr) {
   if (ptr == nullptr) return;
   auto& s = state();
-  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  std::unique_lock<std::recursive_mutex> lock(s.mutex);
   auto it = s.blocks.find(ptr);
   TORCH_INTERNAL_ASSERT(it != s.blocks.end() && it->second.allocated,
                         "torchtpu allocator: freeing a pointer it does not own");
   Block& b = it->second;
   auto& d = s.devices[b.device];
+  const size_t size = b.size;
+  const c10::DeviceIndex device = b.device;
   auto pool = pool_of(b.size);
   update(d.stats.allocation, pool, -1);
   update(d.stats.active, pool, -1);
@@ -120,6 +122,10 @@ void delete_block(void* ptr) {
   b.allocated = false;
   d.cached[b.size].push_back(ptr);
   ++d.cached_blocks;
+  const int64_t allocated = int64_t(d.allocated), reserved = int64_t(d.reserved);
+  lock.unlock();
+  // torch.profiler(profile_memory=True) sees the free (a no-op when it is not recording).
+  c10::reportMemoryUsageToProfiler(ptr, -int64_t(size), allocated, reserved, tpu_device(device));
 }
 
 }  // namespace
@@ -213,6 +219,9 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
   update(d.stats.active_bytes, pool, int64_t(rounded));
   update(d.stats.requested_bytes, pool, int64_t(bytes));
   d.allocated += rounded;
+  const int64_t allocated = int64_t(d.allocated), reserved = int64_t(d.reserved);
+  lock.unlock();
+  c10::reportMemoryUsageToProfiler(ptr, int64_t(rounded), allocated, reserved, where);
   return c10::DataPtr(ptr, ptr, &delete_block, where);
 }
 

@@ -22,7 +22,7 @@ const std::vector<ChipSpec>& all_chips() {
       {"v6e", 256, 2, 1, 918e12, 1836e12, 32 * GiB, 1.64e12, 128 * MiB, 8, 128,
        "cloud.google.com/tpu/docs/v6e"},
       {"v7", 256, 2, 2, 2307e12, 4614e12, 192 * GiB, 7.38e12, 64 * MiB, 8, 128,
-       "cloud.google.com/tpu/docs/tpu7x"},
+       "cloud.google.com/tpu/docs/tpu7x", 4614e12},
   };
   return chips;
 }

@@ -10,7 +10,7 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::array<std::unordered_map<std::string, std::unique_ptr<std::atomic<int64_t>>>, 5> tables;
+  std::array<std::unordered_map<std::string, std::unique_ptr<std::atomic<int64_t>>>, 4> tables;
 };
 
 Registry& registry() {
@@ -23,7 +23,7 @@ Registry& registry() {
 std::atomic<int64_t>& slot(Category category, const std::string& name) {
   // Each thread keeps the slots it found (they live for the process): a counter named on a hot
   // path (an op's estimated time, a stream's host time per op) is one hash lookup, no lock.
-  thread_local std::array<std::unordered_map<std::string, std::atomic<int64_t>*>, 5> found;
+  thread_local std::array<std::unordered_map<std::string, std::atomic<int64_t>*>, 4> found;
   auto& mine = found[static_cast<size_t>(category)];
   if (auto it = mine.find(name); it != mine.end()) return *it->second;
   auto& r = registry();

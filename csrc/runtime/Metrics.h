@@ -15,7 +15,6 @@ enum class Category {
   op,        // ops executed by a native torchtpu kernel, by schema name ("aten::add.out")
   fallback,  // ops executed through the CPU fallback, by schema name
   counter,   // everything else: "transfer.host_to_device_bytes", "allocator.oom", ...
-  op_time,   // estimated device time (picoseconds) of the launches of each op, by name
   host_time, // measured host time (nanoseconds) of the work run on stream workers, by name
 };
 

@@ -1,7 +1,7 @@
 #include "sim/CostModel.h"
 
 #include "runtime/Env.h"
-#include "runtime/Metrics.h"
+#include "sim/Ledger.h"
 
 #include <c10/util/Exception.h>
 
@@ -25,6 +25,15 @@ const char* Estimate::bound() const {
   return vpu_s >= hbm_s ? "vpu" : "hbm";
 }
 
+Work& Work::operator+=(const Work& o) {
+  matmuls.append(o.matmuls.begin(), o.matmuls.end());
+  vpu_units += o.vpu_units;
+  hbm_bytes += o.hbm_bytes;
+  launches += o.launches;
+  priced_as_native = priced_as_native || o.priced_as_native;
+  return *this;
+}
+
 Estimate& Estimate::operator+=(const Estimate& o) {
   mxu_s += o.mxu_s;
   vpu_s += o.vpu_s;
@@ -34,14 +43,42 @@ Estimate& Estimate::operator+=(const Estimate& o) {
   mxu_flops += o.mxu_flops;
   hbm_bytes += o.hbm_bytes;
   launches += o.launches;
+  work += o.work;
   return *this;
 }
 
-CostOptions CostOptions::from_environment() {
+CostOptions CostOptions::from_environment(const std::string& chip) {
   CostOptions o;
   if (auto us = runtime::env::get("TORCHTPU_LAUNCH_US")) {
-    o.launch_seconds = std::stod(*us) * 1e-6;
-    TORCH_CHECK_VALUE(o.launch_seconds >= 0, "TORCHTPU_LAUNCH_US must be >= 0, got ", *us);
+    // "1.5" (every chip) or "v5e:2,v7:1" (per chip; chips not named keep the default).
+    const std::string& text = *us;
+    auto parse = [&](const std::string& value) {
+      double s = -1;
+      try {
+        s = std::stod(value) * 1e-6;
+      } catch (const std::exception&) {
+      }
+      TORCH_CHECK_VALUE(s >= 0, "TORCHTPU_LAUNCH_US must be a number of microseconds >= 0 or "
+                        "a list like 'v5e:2,v7:1', got '", text, "'");
+      return s;
+    };
+    if (text.find(':') == std::string::npos) {
+      o.launch_seconds = parse(text);
+    } else {
+      size_t start = 0;
+      while (start <= text.size()) {
+        const size_t end = std::min(text.find(',', start), text.size());
+        const std::string item = text.substr(start, end - start);
+        const size_t colon = item.find(':');
+        TORCH_CHECK_VALUE(colon != std::string::npos,
+                          "TORCHTPU_LAUNCH_US: expected 'chip:microseconds' items, got '", item,
+                          "' in '", text, "'");
+        const std::string name = item.substr(0, colon);
+        runtime::chip_by_name(name);  // an unknown chip is an error, naming the known ones
+        if (name == chip) o.launch_seconds = parse(item.substr(colon + 1));
+        start = end + 1;
+      }
+    }
   }
   if (auto f = runtime::env::get("TORCHTPU_EMULATION_FACTOR")) {
     o.emulation_factor = std::stod(*f);
@@ -85,48 +122,75 @@ double CostModel::padded_bytes(c10::IntArrayRef sizes, int element_bytes) {
          element_bytes;
 }
 
-Estimate CostModel::matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,
-                           int element_bytes, double hbm_bytes) const {
+double CostModel::vpu_units(int64_t elements, double units, bool emulated) const {
+  const double vregs = std::ceil(double(elements) / (chip_->vpu_sublanes * chip_->vpu_lanes));
+  return this->units(units, emulated) * vregs;
+}
+
+double CostModel::rate_factor(MxuRate rate) const {
+  // Cycles at the bf16 rate times bf16 peak / the rate's peak.
+  switch (rate) {
+    case MxuRate::int8:
+      return chip_->bf16_flops / chip_->int8_ops;
+    case MxuRate::fp8:
+      return chip_->fp8_ops > 0 ? chip_->bf16_flops / chip_->fp8_ops : 1.0;
+    case MxuRate::bf16:
+      break;
+  }
+  return 1.0;
+}
+
+Estimate CostModel::price(const Work& w) const {
   Estimate e;
   const int S = chip_->mxu_dim;
-  const double cycles = double(mxu_cycles(batch, M, K, N, element_bytes)) * passes;
+  double cycles = 0;
+  for (const MatmulWork& m : w.matmuls) {
+    cycles += double(mxu_cycles(m.batch, m.M, m.K, m.N, m.element_bytes)) * m.passes *
+              rate_factor(m.rate);
+    e.flops += 2.0 * m.batch * m.M * m.K * m.N;
+    e.mxu_flops += 2.0 * m.batch * round_up(m.M, sublanes(m.element_bytes)) *
+                   round_up(m.K, S) * round_up(m.N, S) * m.passes;
+  }
   e.mxu_s = cycles / clock_hz_;
-  e.flops = 2.0 * batch * M * K * N;
-  e.mxu_flops = 2.0 * batch * round_up(M, sublanes(element_bytes)) * round_up(K, S) *
-                round_up(N, S) * passes;
-  e.hbm_bytes = hbm_bytes;
-  e.hbm_s = hbm_bytes / chip_->hbm_bytes_per_s;
-  e.launch_s = options_.launch_seconds;
-  e.launches = 1;
+  e.vpu_s = w.vpu_units / (clock_hz_ * chip_->tensor_cores);
+  e.hbm_bytes = w.hbm_bytes;
+  e.hbm_s = w.hbm_bytes / chip_->hbm_bytes_per_s;
+  e.launches = w.launches;
+  e.launch_s = double(w.launches) * options_.launch_seconds;
+  e.work = w;
   return e;
+}
+
+Estimate CostModel::matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,
+                           int element_bytes, double hbm_bytes, MxuRate rate) const {
+  Work w;
+  if (batch > 0 && M > 0 && N > 0) {
+    w.matmuls.push_back({batch, M, K, N, passes, element_bytes, rate});
+  }
+  w.hbm_bytes = hbm_bytes;
+  w.launches = 1;
+  return price(w);
 }
 
 Estimate CostModel::vector(int64_t elements, double units, double hbm_bytes, bool emulated) const {
-  Estimate e;
-  const double vregs = std::ceil(double(elements) / (chip_->vpu_sublanes * chip_->vpu_lanes));
-  e.vpu_s = this->units(units, emulated) * vregs / (clock_hz_ * chip_->tensor_cores);
-  e.hbm_bytes = hbm_bytes;
-  e.hbm_s = hbm_bytes / chip_->hbm_bytes_per_s;
-  e.launch_s = options_.launch_seconds;
-  e.launches = 1;
-  return e;
+  Work w;
+  w.vpu_units = vpu_units(elements, units, emulated);
+  w.hbm_bytes = hbm_bytes;
+  w.launches = 1;
+  return price(w);
 }
 
 Estimate CostModel::combine(const Estimate& a, const Estimate& b, double kept_bytes) const {
-  Estimate e;
-  e.mxu_s = a.mxu_s + b.mxu_s;
-  e.vpu_s = a.vpu_s + b.vpu_s;
-  e.flops = a.flops + b.flops;
-  e.mxu_flops = a.mxu_flops + b.mxu_flops;
-  e.hbm_bytes = a.hbm_bytes + b.hbm_bytes - kept_bytes;
-  e.hbm_s = e.hbm_bytes / chip_->hbm_bytes_per_s;
-  e.launch_s = options_.launch_seconds;
-  e.launches = 1;
-  return e;
+  Work w = a.work;
+  w += b.work;
+  w.hbm_bytes = a.work.hbm_bytes + b.work.hbm_bytes - kept_bytes;
+  w.launches = 1;
+  return price(w);
 }
 
 const CostModel& cost_model() {
-  static const CostModel model(runtime::current_chip(), CostModel::Options::from_environment());
+  static const CostModel model(runtime::current_chip(),
+                               CostModel::Options::from_environment(runtime::current_chip().name));
   return model;
 }
 
@@ -142,26 +206,7 @@ void record(const std::string& op, const Estimate& e) {
     tls_collector->total += e;
     return;
   }
-  using runtime::metrics::Counter;
-  static const Counter launches("estimate.launches"), device_time("estimate.device_time_ps"),
-      mxu_time("estimate.mxu_time_ps"), vpu_time("estimate.vpu_time_ps"),
-      hbm_time("estimate.hbm_time_ps"), flops("estimate.flops"), mxu_flops("estimate.mxu_flops"),
-      hbm_bytes("estimate.hbm_bytes"), bound_mxu("estimate.bound.mxu"),
-      bound_vpu("estimate.bound.vpu"), bound_hbm("estimate.bound.hbm");
-  auto ps = [](double s) { return int64_t(std::llround(s * 1e12)); };
-  launches.add(e.launches);
-  device_time.add(ps(e.seconds()));
-  mxu_time.add(ps(e.mxu_s));
-  vpu_time.add(ps(e.vpu_s));
-  hbm_time.add(ps(e.hbm_s));
-  flops.add(int64_t(e.flops));
-  mxu_flops.add(int64_t(e.mxu_flops));
-  hbm_bytes.add(int64_t(e.hbm_bytes));
-  const char* bound = e.bound();
-  (bound[0] == 'm' ? bound_mxu : bound[0] == 'v' ? bound_vpu : bound_hbm).add(1);
-  using runtime::metrics::add;
-  using runtime::metrics::Category;
-  add(Category::op_time, op, ps(e.seconds()));
+  ledger_add(op, e);
 }
 
 }  // namespace torchtpu::sim

@@ -13,7 +13,9 @@
 // - T_hbm: bytes moved, padded to the (8, 128) memory tiles ((16, 128) for 16-bit, (32, 128) for
 //   8-bit types), at the HBM bandwidth.
 // - T_launch: a cost per launch (an assumption, not a published figure: 2 us unless
-//   TORCHTPU_LAUNCH_US says otherwise; CostModel::Options).
+//   TORCHTPU_LAUNCH_US says otherwise, for every chip or per chip; CostModel::Options).
+// - int8 matmuls run at the chip's int8 rate, fp8 at its fp8 rate where it has one (v7) and at
+//   the bf16 rate elsewhere (MxuRate).
 // - float64 and complex work is emulated on the VPU: its cycles times the emulation factor (an
 //   assumption: about ten float32 operations per operation; TORCHTPU_EMULATION_FACTOR).
 //
@@ -24,11 +26,47 @@
 #include "runtime/ChipSpec.h"
 
 #include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
 #include <string>
 
 namespace torchtpu::sim {
+
+// The rate class of a matmul on the MXU: bf16-like (bf16, float16, float32 in bf16 passes) at
+// the chip's bf16 peak, int8 at its int8 peak, fp8 at its fp8 peak where the chip has native fp8
+// (v7) and at the bf16 rate elsewhere (the operands widened to bf16: an assumption).
+enum class MxuRate : uint8_t { bf16 = 0, int8 = 1, fp8 = 2 };
+
+// One matmul of a launch, as the chip-independent facts the MXU time is priced from.
+struct MatmulWork {
+  int64_t batch = 0, M = 0, K = 0, N = 0;
+  int32_t passes = 1;
+  int32_t element_bytes = 2;
+  MxuRate rate = MxuRate::bf16;
+  bool operator==(const MatmulWork& o) const {
+    return batch == o.batch && M == o.M && K == o.K && N == o.N && passes == o.passes &&
+           element_bytes == o.element_bytes && rate == o.rate;
+  }
+};
+
+// What a launch does, independent of the chip: its matmuls, its VPU work (units x vregs of
+// 8 x 128 elements, the emulation factor included), its tile-padded HBM bytes and how many
+// launches it is. The ledger keeps these, so a run can be priced for any chip afterwards
+// (sim/Ledger.h); CostModel::price turns one into an Estimate for its chip.
+struct Work {
+  c10::SmallVector<MatmulWork, 1> matmuls;
+  double vpu_units = 0;
+  double hbm_bytes = 0;
+  int64_t launches = 0;
+  // The op ran through a host fallback; it is priced as if it were native (and flagged).
+  bool priced_as_native = false;
+  bool operator==(const Work& o) const {
+    return vpu_units == o.vpu_units && hbm_bytes == o.hbm_bytes && launches == o.launches &&
+           priced_as_native == o.priced_as_native && matmuls == o.matmuls;
+  }
+  Work& operator+=(const Work& other);  // a region of several parts: everything adds up
+};
 
 struct Estimate {
   double mxu_s = 0, vpu_s = 0, hbm_s = 0, launch_s = 0;
@@ -36,6 +74,7 @@ struct Estimate {
   double mxu_flops = 0;         // FLOPs the MXUs execute: padded shapes x passes
   double hbm_bytes = 0;         // tile-padded bytes moved
   int64_t launches = 0;
+  Work work;                    // what was priced (the ledger re-prices it for other chips)
 
   double seconds() const;
   // Which term bounds the launch: "mxu", "vpu" or "hbm".
@@ -47,8 +86,9 @@ struct Estimate {
 struct CostOptions {
   double launch_seconds = 2e-6;
   double emulation_factor = 10.0;
-  // TORCHTPU_LAUNCH_US, TORCHTPU_EMULATION_FACTOR, else the defaults above.
-  static CostOptions from_environment();
+  // TORCHTPU_LAUNCH_US (one figure, or per chip: "v5e:2,v7:1"), TORCHTPU_EMULATION_FACTOR,
+  // else the defaults above; for the chip named `chip`.
+  static CostOptions from_environment(const std::string& chip);
 };
 
 class CostModel {
@@ -71,9 +111,15 @@ class CostModel {
   // Padded bytes of a tensor with these sizes in HBM.
   static double padded_bytes(c10::IntArrayRef sizes, int element_bytes);
 
+  // The estimate of `work` on this chip.
+  Estimate price(const Work& work) const;
+  // VPU units x vregs of `units` per vreg over `elements` (times the emulation factor when
+  // `emulated`: float64 or complex).
+  double vpu_units(int64_t elements, double units, bool emulated = false) const;
+
   // A matmul launch: MXU work plus the bytes of its operands and result (already padded).
   Estimate matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,
-                  int element_bytes, double hbm_bytes) const;
+                  int element_bytes, double hbm_bytes, MxuRate rate = MxuRate::bf16) const;
   // Element-wise / reduction work: `units` VPU cycles per vreg over `elements` (times the
   // emulation factor when `emulated`: float64 or complex).
   Estimate vector(int64_t elements, double units, double hbm_bytes, bool emulated = false) const;
@@ -87,6 +133,7 @@ class CostModel {
   Estimate combine(const Estimate& a, const Estimate& b, double kept_bytes = 0) const;
 
  private:
+  double rate_factor(MxuRate rate) const;
   const runtime::ChipSpec* chip_;
   double clock_hz_;
   Options options_;
@@ -95,9 +142,10 @@ class CostModel {
 // The model of the chip this process simulates.
 const CostModel& cost_model();
 
-// Adds one launch's estimate to torchtpu.metrics (totals and per-op time), or, while a
-// RecordCollector is alive on this thread, to that collector (a fused region charges the parts
-// it runs through ordinary kernels as one launch).
+// Charges one launch: adds its work to the ledger (sim/Ledger.h: torchtpu.metrics.estimate()
+// prices it for any chip) and, while the profiler records the device, puts it on the device
+// timeline. While a RecordCollector is alive on this thread, the launch goes to that collector
+// instead (a fused region charges the parts it runs through ordinary kernels as one launch).
 void record(const std::string& op, const Estimate& estimate);
 
 class RecordCollector {

@@ -99,6 +99,33 @@ void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Pre
   }
 }
 
+Estimate matmul_estimate(int64_t batch, int64_t M, int64_t K, int64_t N, c10::ScalarType dtype,
+                         double hbm) {
+  const int bytes = static_cast<int>(c10::elementSize(dtype));
+  if (mxu_supports(dtype)) {
+    return cost_model().matmul(batch, M, K, N, matmul_passes(dtype), bytes, hbm,
+                               dtype == at::kChar ? MxuRate::int8 : MxuRate::bf16);
+  }
+  // A dtype the MXU does not take (the op runs on the host): priced as if native, and flagged.
+  // fp8 at the chip's fp8 rate; float64 as float32 at "highest" (6 bf16 passes), complex as
+  // four real products (assumptions: docs/insight.md).
+  int passes = 1;
+  MxuRate rate = MxuRate::bf16;
+  if (dtype == at::kFloat8_e4m3fn || dtype == at::kFloat8_e5m2 || dtype == at::kFloat8_e4m3fnuz ||
+      dtype == at::kFloat8_e5m2fnuz) {
+    rate = MxuRate::fp8;
+  } else if (dtype == at::kDouble) {
+    passes = 6;
+  } else if (dtype == at::kComplexFloat) {
+    passes = 4 * sim::passes(current_precision());
+  } else if (dtype == at::kComplexDouble) {
+    passes = 4 * 6;
+  }
+  Estimate e = cost_model().matmul(batch, M, K, N, passes, bytes, hbm, rate);
+  e.work.priced_as_native = true;
+  return e;
+}
+
 Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   // Canonical [batch, M, K] x [batch?, K, N] view of the operands.
   const int64_t K = a.dim() == 0 ? 1 : a.size(-1);
@@ -113,7 +140,7 @@ Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Ten
   const double hbm = CostModel::padded_bytes(a.sizes(), bytes) +
                      CostModel::padded_bytes(b.sizes(), bytes) +
                      CostModel::padded_bytes(out.sizes(), static_cast<int>(out.element_size()));
-  return cost_model().matmul(batch, M, K, N, matmul_passes(a.scalar_type()), bytes, hbm);
+  return matmul_estimate(batch, M, K, N, a.scalar_type(), hbm);
 }
 
 }  // namespace torchtpu::sim

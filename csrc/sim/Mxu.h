@@ -79,6 +79,10 @@ void bilinear_passes(const at::Tensor& a, const at::Tensor& b, Precision precisi
 }
 
 // The cost of a matmul launch with these operands and result.
+// (Any dtype: one the MXU does not take is priced as if native and flagged.)
 Estimate matmul_estimate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
+// The same for [batch] x (M x K) @ (K x N) operands of `dtype` moving `hbm` padded bytes.
+Estimate matmul_estimate(int64_t batch, int64_t M, int64_t K, int64_t N, c10::ScalarType dtype,
+                         double hbm);
 
 }  // namespace torchtpu::sim

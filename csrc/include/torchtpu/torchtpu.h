@@ -31,13 +31,14 @@ struct Chip {
   int mxus_per_core;       // MXUs per TensorCore
   int tensor_cores;        // TensorCores per chip
   double bf16_flops;       // peak bf16 FLOP/s per chip
-  double int8_ops;         // peak int8 (v7: fp8) OP/s per chip
+  double int8_ops;         // peak int8 OP/s per chip (v7: its published fp8 figure, used for both)
   int64_t hbm_bytes;       // HBM capacity per chip
   double hbm_bytes_per_s;  // HBM bandwidth per chip
   int64_t vmem_bytes;      // VMEM
   int vpu_sublanes = 8;    // VPU: 8 sublanes x 128 lanes on every generation
   int vpu_lanes = 128;
   std::string source;      // where the figures come from
+  double fp8_ops = 0;      // peak fp8 FLOP/s per chip; 0: no native fp8 (fp8 runs at bf16 rate)
 };
 Chip chip();                    // the simulated generation
 std::vector<Chip> all_chips();  // every known generation, in order

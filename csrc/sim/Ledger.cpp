@@ -1,0 +1,277 @@
+#include "sim/Ledger.h"
+
+#include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/Stream.h"
+
+#include <c10/util/ApproximateClock.h>
+#include <c10/util/hash.h>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace torchtpu::sim {
+
+void Priced::add(const Estimate& e, int64_t count) {
+  const double n = double(count);
+  busy_s += std::max({e.mxu_s, e.vpu_s, e.hbm_s}) * n;
+  mxu_s += e.mxu_s * n;
+  vpu_s += e.vpu_s * n;
+  hbm_s += e.hbm_s * n;
+  flops += e.flops * n;
+  mxu_flops += e.mxu_flops * n;
+  hbm_bytes += e.hbm_bytes * n;
+  launches += e.launches * count;
+  const char* bound = e.bound();
+  (bound[0] == 'm' ? bound_mxu : bound[0] == 'v' ? bound_vpu : bound_hbm) += e.launches * count;
+  if (e.work.priced_as_native) priced_as_native += e.launches * count;
+}
+
+Priced& Priced::operator+=(const Priced& o) {
+  busy_s += o.busy_s;
+  mxu_s += o.mxu_s;
+  vpu_s += o.vpu_s;
+  hbm_s += o.hbm_s;
+  flops += o.flops;
+  mxu_flops += o.mxu_flops;
+  hbm_bytes += o.hbm_bytes;
+  launches += o.launches;
+  bound_mxu += o.bound_mxu;
+  bound_vpu += o.bound_vpu;
+  bound_hbm += o.bound_hbm;
+  priced_as_native += o.priced_as_native;
+  return *this;
+}
+
+namespace {
+
+// Entries per thread table before it is folded into per-chip totals.
+constexpr size_t kMaxEntries = 100000;
+
+struct Key {
+  uint32_t op;
+  Work work;
+  size_t hash;
+  bool operator==(const Key& o) const { return op == o.op && hash == o.hash && work == o.work; }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& k) const { return k.hash; }
+};
+
+size_t hash_of(uint32_t op, const Work& w) {
+  size_t h = c10::hash_combine(op, std::hash<double>()(w.vpu_units));
+  h = c10::hash_combine(h, std::hash<double>()(w.hbm_bytes));
+  h = c10::hash_combine(h, std::hash<int64_t>()(w.launches) * 2 + (w.priced_as_native ? 1 : 0));
+  for (const MatmulWork& m : w.matmuls) {
+    h = c10::hash_combine(h, std::hash<int64_t>()(m.batch));
+    h = c10::hash_combine(h, std::hash<int64_t>()(m.M));
+    h = c10::hash_combine(h, std::hash<int64_t>()(m.K));
+    h = c10::hash_combine(h, std::hash<int64_t>()(m.N));
+    h = c10::hash_combine(h, size_t(m.passes) * 64 + size_t(m.element_bytes) * 4 +
+                                 static_cast<size_t>(m.rate));
+  }
+  return h;
+}
+
+// Op names, interned (the ledger's keys hold an index).
+struct Names {
+  std::mutex mutex;
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<std::string> names;
+  uint32_t intern(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, added] = index.emplace(name, uint32_t(names.size()));
+    if (added) names.push_back(name);
+    return it->second;
+  }
+  std::string name(uint32_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return names[i];
+  }
+};
+
+Names& names() {
+  static auto* n = new Names();  // leaked: used from thread exits at process end
+  return *n;
+}
+
+// Per-chip totals of folded entries, by op index.
+using Folded = std::unordered_map<std::string, std::unordered_map<uint32_t, Priced>>;
+
+struct Table {
+  std::mutex mutex;
+  std::unordered_map<Key, int64_t, KeyHash> counts;
+  Folded folded;
+};
+
+void fold(Table& t) {
+  // Priced for every known chip with its own model: exact for those chips afterwards.
+  for (const auto& chip : runtime::all_chips()) {
+    const CostModel model(chip, CostOptions::from_environment(chip.name));
+    auto& per_op = t.folded[chip.name];
+    for (const auto& [key, count] : t.counts) per_op[key.op].add(model.price(key.work), count);
+  }
+  t.counts.clear();
+}
+
+void merge(Table& into, Table& from) {
+  for (auto& [key, count] : from.counts) into.counts[key] += count;
+  for (auto& [chip, per_op] : from.folded) {
+    for (auto& [op, priced] : per_op) into.folded[chip][op] += priced;
+  }
+  from.counts.clear();
+  from.folded.clear();
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<Table>> tables;  // the tables of live threads
+  Table retired;                               // what exited threads added
+};
+
+Registry& registry() {
+  static auto* r = new Registry();  // leaked: used from thread exits at process end
+  return *r;
+}
+
+struct ThreadTable {
+  std::shared_ptr<Table> table = std::make_shared<Table>();
+  std::unordered_map<std::string, uint32_t> ops;  // this thread's view of the interned names
+  ThreadTable() {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.tables.push_back(table);
+  }
+  ~ThreadTable() {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    {
+      std::lock_guard<std::mutex> mine(table->mutex);
+      merge(r.retired, *table);
+    }
+    r.tables.erase(std::find(r.tables.begin(), r.tables.end(), table));
+  }
+  uint32_t op(const std::string& name) {
+    if (auto it = ops.find(name); it != ops.end()) return it->second;
+    const uint32_t i = names().intern(name);
+    ops.emplace(name, i);
+    return i;
+  }
+};
+
+ThreadTable& thread_table() {
+  thread_local ThreadTable t;
+  return t;
+}
+
+// ---- The device trace.
+
+std::atomic<bool> g_tracing{false};
+std::mutex g_trace_mutex;
+std::vector<TraceEvent> g_trace;
+thread_local std::vector<uint64_t> tls_correlation;
+
+void trace(const std::string& op, const Estimate& e) {
+  TraceEvent ev;
+  ev.name = op;
+  ev.device = runtime::current_device();
+  ev.stream = runtime::current_stream(static_cast<c10::DeviceIndex>(ev.device)).id();
+  ev.issued_ns = c10::getTime();
+  thread_local const int32_t tid = static_cast<int32_t>(syscall(SYS_gettid));
+  ev.thread = tid;
+  ev.seconds = e.seconds();
+  ev.correlation = tls_correlation.empty() ? 0 : tls_correlation.back();
+  ev.bound = e.bound();
+  ev.flops = e.flops;
+  ev.hbm_bytes = e.hbm_bytes;
+  ev.launches = e.launches;
+  ev.priced_as_native = e.work.priced_as_native;
+  std::lock_guard<std::mutex> lock(g_trace_mutex);
+  g_trace.push_back(std::move(ev));
+}
+
+}  // namespace
+
+void ledger_add(const std::string& op, const Estimate& e) {
+  ThreadTable& t = thread_table();
+  const uint32_t index = t.op(op);
+  Key key{index, e.work, hash_of(index, e.work)};
+  {
+    std::lock_guard<std::mutex> lock(t.table->mutex);
+    t.table->counts[std::move(key)] += 1;
+    if (t.table->counts.size() > kMaxEntries) fold(*t.table);
+  }
+  if (g_tracing.load(std::memory_order_relaxed)) trace(op, e);
+}
+
+LedgerTotals ledger_totals(const runtime::ChipSpec& chip) {
+  const CostModel model(chip, CostOptions::from_environment(chip.name));
+  std::unordered_map<uint32_t, Priced> per_op;
+  std::unordered_map<uint32_t, int64_t> native;
+  auto add_table = [&](Table& t) {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    for (const auto& [key, count] : t.counts) {
+      per_op[key.op].add(model.price(key.work), count);
+      if (key.work.priced_as_native) native[key.op] += count * key.work.launches;
+    }
+    if (auto it = t.folded.find(chip.name); it != t.folded.end()) {
+      for (const auto& [op, priced] : it->second) {
+        per_op[op] += priced;
+        if (priced.priced_as_native > 0) native[op] += priced.priced_as_native;
+      }
+    } else if (!t.folded.empty()) {
+      TORCH_CHECK(false, "The ledger of this run was folded for the known chips only (it holds "
+                  "more than ", kMaxEntries, " distinct launches); '", chip.name,
+                  "' cannot be priced after the fact. Reset torchtpu.metrics more often.");
+    }
+  };
+  {
+    auto& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    add_table(r.retired);
+    for (auto& t : r.tables) add_table(*t);
+  }
+  LedgerTotals out;
+  for (auto& [op, priced] : per_op) {
+    out.all += priced;
+    out.per_op.emplace(names().name(op), priced);
+  }
+  for (auto& [op, n] : native) out.priced_as_native.emplace(names().name(op), n);
+  return out;
+}
+
+void ledger_reset() {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto clear = [](Table& t) {
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.counts.clear();
+    t.folded.clear();
+  };
+  clear(r.retired);
+  for (auto& t : r.tables) clear(*t);
+}
+
+void set_tracing(bool on) { g_tracing.store(on); }
+bool tracing() { return g_tracing.load(); }
+
+std::vector<TraceEvent> take_trace() {
+  std::lock_guard<std::mutex> lock(g_trace_mutex);
+  std::vector<TraceEvent> out;
+  out.swap(g_trace);
+  return out;
+}
+
+void push_correlation(uint64_t id) { tls_correlation.push_back(id); }
+void pop_correlation() {
+  if (!tls_correlation.empty()) tls_correlation.pop_back();
+}
+
+}  // namespace torchtpu::sim

@@ -1,0 +1,287 @@
+"""``python -m torchtpu``: commands around the simulated device (docs/insight.md).
+
+- ``python -m torchtpu info``: chips, devices, versions and the settings in effect;
+- ``python -m torchtpu estimate --chips v5e,v6e,v7 [--json F] [--plot F.png] script.py [args]``:
+  runs a script once on the simulated device and prints, per chip, what its launches would take
+  there: time, MXU utilisation, HBM traffic, intensity against the ridge point, the bottleneck,
+  whether the peak memory fits in HBM, and the price per run (and per million tokens or samples
+  with ``--tokens`` / ``--samples``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import runpy
+import sys
+import time
+
+# Public on-demand prices per chip-hour, USD (Google Cloud's TPU pricing page,
+# cloud.google.com/tpu/pricing, us-central regions, as published in 2025). Prices change and
+# differ by region and commitment: pass --price CHIP=USD to use your own. TPU7x (v7) had no
+# public on-demand price at the time: give one with --price v7=USD to see its cost.
+PRICES_SOURCE = "cloud.google.com/tpu/pricing, on-demand, us-central regions, 2025"
+PRICES_PER_CHIP_HOUR = {"v4": 3.22, "v5e": 1.20, "v5p": 4.20, "v6e": 2.70, "v7": None}
+
+
+def _gib(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def _settings() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("TORCHTPU_")}
+
+
+def info() -> dict:
+    import torch
+
+    import torchtpu
+    from torchtpu import _C
+
+    out = {
+        "torchtpu": torchtpu.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "simulated chip": _C.chip()["name"],
+        "devices": _C.device_count(),
+        "eager mode": _C.get_eager_mode(),
+        "fallback mode": torchtpu.get_fallback_mode(),
+        "float32 matmul precision": _C.current_precision(),
+        "launch cost (us)": _C.launch_seconds() * 1e6,
+        "HBM per device": _gib(_C.hbm_capacity_bytes()),
+        "settings (TORCHTPU_*)": _settings() or "none set",
+        "chips": _C.all_chips(),
+    }
+    return out
+
+
+def _print_info(d: dict) -> None:
+    for k, v in d.items():
+        if k == "chips":
+            continue
+        if isinstance(v, dict):
+            print(f"{k}:")
+            for kk, vv in v.items():
+                print(f"  {kk}={vv}")
+        else:
+            print(f"{k}: {v}")
+    print("chips (public figures; docs/simulated-chip.md):")
+    print(f"  {'chip':<5} {'bf16 TFLOP/s':>12} {'int8 TOP/s':>10} {'fp8':>6} {'HBM':>9} "
+          f"{'HBM TB/s':>8} {'MXU':>9} {'price/chip-h':>12}")
+    for c in d["chips"]:
+        price = PRICES_PER_CHIP_HOUR.get(c["name"])
+        print(f"  {c['name']:<5} {c['bf16_flops'] / 1e12:>12.0f} {c['int8_ops'] / 1e12:>10.0f} "
+              f"{'yes' if c['fp8_ops'] else 'no':>6} {_gib(c['hbm_bytes']):>9} "
+              f"{c['hbm_bytes_per_s'] / 1e12:>8.2f} "
+              f"{c['mxus_per_core'] * c['tensor_cores']}x{c['mxu_dim']:<5} "
+              f"{'$%.2f' % price if price else 'n/a':>12}")
+
+
+def _parse_prices(items: list[str]) -> dict:
+    prices = dict(PRICES_PER_CHIP_HOUR)
+    for item in items:
+        chip, _, usd = item.partition("=")
+        if not usd:
+            raise SystemExit(f"--price expects CHIP=USD per chip-hour, got '{item}'")
+        prices[chip] = float(usd)
+    return prices
+
+
+def _run_script(script: str, args: list[str]) -> tuple[float, BaseException | None]:
+    """Runs `script` as __main__ with `args`; returns its wall time and what it raised."""
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    start = time.perf_counter()
+    error = None
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = e
+    except BaseException as e:  # noqa: BLE001 - reported, and the estimate so far still printed
+        error = e
+    finally:
+        sys.argv, sys.path = old_argv, old_path
+    return time.perf_counter() - start, error
+
+
+def estimate_run(chips: list[str], prices: dict, items: float | None = None,
+                 item_name: str = "tokens") -> list[dict]:
+    """The launches since torchtpu.metrics.reset() priced for each of `chips` (the peak memory
+    of every device is compared with each chip's HBM)."""
+    import torch
+
+    import torchtpu
+    from torchtpu import _C
+
+    torch.tpu.synchronize()
+    known = {c["name"]: c for c in _C.all_chips()}
+    devices = range(_C.device_count())
+    peaks = [torch.tpu.max_memory_allocated(d) for d in devices]
+    peak = max(peaks) if peaks else 0
+    used = sum(1 for p in peaks if p > 0) or 1
+    rows = []
+    for name in chips:
+        if name not in known:
+            raise SystemExit(f"unknown chip '{name}'; known: {', '.join(known)}")
+        chip = known[name]
+        e = torchtpu.metrics.estimate(chip=name)
+        price = prices.get(name)
+        seconds = e["device_time_s"]
+        row = {
+            "chip": name,
+            "device_time_s": seconds,
+            "launches": e["launches"],
+            "mxu_utilisation": e["flops"] / (chip["bf16_flops"] * seconds) if seconds else 0.0,
+            "mxu_useful_fraction": e["mxu_useful_fraction"],
+            "flops": e["flops"],
+            "hbm_bytes": e["hbm_bytes"],
+            "arithmetic_intensity": e["arithmetic_intensity"],
+            "ridge_point": e["ridge_point"],
+            "bottleneck": e["bottleneck"],
+            "terms_s": {"mxu": e["mxu_time_s"], "vpu": e["vpu_time_s"],
+                        "hbm": e["hbm_time_s"], "launch": e["launch_time_s"]},
+            "peak_memory_bytes": peak,
+            "hbm_capacity_bytes": chip["hbm_bytes"],
+            "fits_in_hbm": peak <= chip["hbm_bytes"],
+            "devices_used": used,
+            "price_per_chip_hour_usd": price,
+            # Device-seconds of every launch (all devices) at the chip-hour price.
+            "price_per_run_usd": seconds * price / 3600 if price else None,
+            "priced_as_native_launches": e["priced_as_native"],
+        }
+        if items and price:
+            row[f"price_per_million_{item_name}_usd"] = row["price_per_run_usd"] / items * 1e6
+        if items:
+            row[f"{item_name}_per_s"] = items / seconds if seconds else 0.0
+        rows.append(row)
+    return rows
+
+
+def _print_rows(rows: list[dict], item_name: str) -> None:
+    print(f"\nestimated per chip (cost model, not measured; docs/insight.md). Prices: "
+          f"{PRICES_SOURCE}.")
+    head = (f"{'chip':<5} {'time':>11} {'launches':>8} {'MXU util':>8} {'HBM traffic':>11} "
+            f"{'FLOP/B':>8} {'ridge':>6} {'bound':>6} {'peak mem':>10} {'fits':>4} "
+            f"{'$/run':>10}")
+    per_m = f"$/M {item_name}"
+    if any(f"price_per_million_{item_name}_usd" in r for r in rows):
+        head += f" {per_m:>12}"
+    print(head)
+    for r in rows:
+        t = r["device_time_s"]
+        line = (f"{r['chip']:<5} {t * 1e3:>8.3f} ms {r['launches']:>8} "
+                f"{r['mxu_utilisation']:>8.1%} {_gib(r['hbm_bytes']):>11} "
+                f"{r['arithmetic_intensity']:>8.1f} {r['ridge_point']:>6.0f} "
+                f"{r['bottleneck']:>6} {_gib(r['peak_memory_bytes']):>10} "
+                f"{'yes' if r['fits_in_hbm'] else 'NO':>4} "
+                f"{'$%.3g' % r['price_per_run_usd'] if r['price_per_run_usd'] else 'n/a':>10}")
+        key = f"price_per_million_{item_name}_usd"
+        if key in r:
+            line += f" {'$%.4g' % r[key]:>12}"
+        print(line)
+    native = max(r["priced_as_native_launches"] for r in rows)
+    if native:
+        print(f"({native} launches of ops that ran through a host fallback are priced as if "
+              "native: torchtpu.metrics.estimate()['priced_as_native_ops'])")
+
+
+def plot_roofline(rows: list[dict], path: str, ops: dict | None = None) -> None:
+    """A roofline per chip with the run's point (achieved FLOP/s against FLOP per HBM byte)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from torchtpu import _C
+
+    known = {c["name"]: c for c in _C.all_chips()}
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = [0.1, 1e4]
+    for i, r in enumerate(rows):
+        chip = known[r["chip"]]
+        color = f"C{i}"
+        peak, bw = chip["bf16_flops"], chip["hbm_bytes_per_s"]
+        ridge = peak / bw
+        ax.plot([xs[0], ridge, xs[1]], [xs[0] * bw, peak, peak], color=color,
+                label=f"{r['chip']} roofline (ridge {ridge:.0f} FLOP/B)")
+        if r["device_time_s"] > 0 and r["arithmetic_intensity"] > 0:
+            ax.scatter([r["arithmetic_intensity"]], [r["flops"] / r["device_time_s"]],
+                       color=color, marker="o", s=60, zorder=3,
+                       label=f"{r['chip']}: this run, {r['mxu_utilisation']:.1%} of peak")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
+    ax.set_ylabel("FLOP/s (estimated)")
+    ax.set_title("Roofline: the run on each chip (cost model estimates)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchtpu")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_info = sub.add_parser("info", help="chips, devices, versions and the settings in effect")
+    p_info.add_argument("--json", help="also write it as JSON to this file")
+    p_est = sub.add_parser("estimate", help="run a script once and estimate it on each chip")
+    p_est.add_argument("--chips", default="v5e,v6e,v7", help="comma-separated chips")
+    p_est.add_argument("--json", help="write the per-chip figures as JSON to this file")
+    p_est.add_argument("--plot", help="draw the roofline to this PNG file")
+    p_est.add_argument("--price", action="append", default=[], metavar="CHIP=USD",
+                       help="on-demand price per chip-hour (overrides the built-in table)")
+    group = p_est.add_mutually_exclusive_group()
+    group.add_argument("--tokens", type=float, help="tokens the script processes (for $/M)")
+    group.add_argument("--samples", type=float, help="samples the script processes (for $/M)")
+    p_est.add_argument("script")
+    p_est.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+
+    if ns.command == "info":
+        d = info()
+        _print_info(d)
+        if ns.json:
+            with open(ns.json, "w") as f:
+                json.dump(d, f, indent=1, default=str)
+        return 0
+
+    import torch
+
+    import torchtpu
+
+    chips = [c.strip() for c in ns.chips.split(",") if c.strip()]
+    prices = _parse_prices(ns.price)
+    for d in range(torch.tpu.device_count()):
+        torch.tpu.reset_peak_memory_stats(d)
+    torchtpu.metrics.reset()
+    print(f"[torchtpu estimate] running {ns.script} on the simulated TPU "
+          f"({torchtpu._C.chip()['name']}), then pricing it for {', '.join(chips)}", flush=True)
+    wall, error = _run_script(ns.script, ns.args)
+    items = ns.tokens or ns.samples
+    item_name = "tokens" if ns.tokens else "samples"
+    rows = estimate_run(chips, prices, items, item_name)
+    print(f"\n[torchtpu estimate] {ns.script} ran in {wall:.1f} s on this host"
+          + (f" and raised {type(error).__name__}: {error}" if error else ""))
+    _print_rows(rows, item_name)
+    if ns.json:
+        with open(ns.json, "w") as f:
+            json.dump({"script": ns.script, "args": ns.args, "host_wall_s": wall,
+                       "error": repr(error) if error else None, "prices_source": PRICES_SOURCE,
+                       "chips": rows}, f, indent=1)
+        print(f"wrote {ns.json}")
+    if ns.plot:
+        plot_roofline(rows, ns.plot)
+        print(f"wrote {ns.plot}")
+    return 1 if error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
