@@ -115,6 +115,42 @@ def sync() -> None:
     _C.sync()
 
 
+class dry_run:
+    """A dry run (docs/insight.md, "Dry runs"): while it is on, tensors on the device carry
+    shapes, dtypes and strides but no values, and every op computes only its results' metadata
+    and is charged to the cost model. Memory statistics and out-of-memory errors are those of
+    the simulated chip's HBM; no host memory backs the device tensors, so models larger than
+    this machine can be estimated. Reading values (``.item()``, ``.cpu()``, printing) raises an
+    error that names the dry run. Use as a context manager (``with torchtpu.dry_run(): ...``)
+    or a decorator; ``TORCHTPU_DRY_RUN=1`` turns it on for the whole process. Tensors made in a
+    dry run keep no values after it.
+    """
+
+    def __enter__(self):
+        self._previous = _C.dry_run()
+        _C.set_dry_run(True)
+        return self
+
+    def __exit__(self, *exc):
+        _C.set_dry_run(self._previous)
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with dry_run():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_dry_run() -> bool:
+    """True while a dry run is on (``torchtpu.dry_run()`` or ``TORCHTPU_DRY_RUN=1``)."""
+    return _C.dry_run()
+
+
 def cmake_prefix_path() -> str:
     """The folder to add to CMAKE_PREFIX_PATH for ``find_package(torchtpu)``."""
     return _os.path.join(_os.path.dirname(__file__), "share", "cmake")

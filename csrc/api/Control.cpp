@@ -73,6 +73,15 @@ std::optional<std::string> precision_override() {
 }
 std::string current_precision() { return sim::name(sim::current_precision()); }
 
+void set_dry_run(bool on) {
+  if (on && !runtime::dry_run()) {
+    // What fused eager recorded runs first (with values); a dry run records nothing.
+    runtime::materialize_deferred_work(runtime::FlushReason::mode_switch);
+  }
+  runtime::set_dry_run(on);
+}
+bool dry_run() { return runtime::dry_run(); }
+
 double clock_hz() { return sim::cost_model().clock_hz(); }
 double launch_seconds() { return sim::cost_model().launch_seconds(); }
 

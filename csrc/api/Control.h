@@ -87,6 +87,10 @@ void set_precision_override(const std::optional<std::string>& name);
 std::optional<std::string> precision_override();
 std::string current_precision();
 
+// Dry runs (docs/insight.md): tensors without values, ops charged without running.
+void set_dry_run(bool on);
+bool dry_run();
+
 // The cost model of the current chip.
 double clock_hz();
 double launch_seconds();

@@ -12,6 +12,7 @@
 #include <ATen/core/stack.h>
 #include <torch/library.h>
 
+#include "aten/DryRun.h"
 #include "aten/OpTraits.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
@@ -66,8 +67,14 @@ class EntryKernel final : public c10::OperatorKernel {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
     const runtime::OpModeScope mode;
     if (!inside_kernel()) {
-      if (EntryHook hook = entry_hook();
-          hook != nullptr && hook(op, stack, capture_, traits(op), name(op))) {
+      if (runtime::dry_run()) {
+        // A dry run: metadata and a charge, no device work (aten/DryRun.h).
+        if (dry_run_op(op, stack, capture_, traits(op), name(op))) {
+          if (capture_ != Capture::fallback) count(op);
+          return;
+        }
+      } else if (EntryHook hook = entry_hook();
+                 hook != nullptr && hook(op, stack, capture_, traits(op), name(op))) {
         return;
       }
     }

@@ -4,6 +4,7 @@
 // torchtpu.metrics, warns once per op, lends the device generator to random ops, and runs the
 // CPU kernel through at::native::cpu_fallback (inputs copied to the host, outputs copied back).
 // TORCHTPU_FALLBACK=error (or torchtpu.set_fallback_mode("error")) turns it into an error.
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
@@ -50,18 +51,13 @@ bool first_time(const std::string& name) {
   return seen.insert(name).second;
 }
 
-// The elements and tile-padded bytes of the tensors among `values`.
-void add_footprint(c10::ArrayRef<c10::IValue> values, int64_t& elements, double& bytes) {
-  auto add = [&](const at::Tensor& t) {
-    if (!t.defined()) return;
-    elements = std::max<int64_t>(elements, t.numel());
-    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
-  };
+// The tensors among `values`.
+void add_tensors(c10::ArrayRef<c10::IValue> values, std::vector<at::Tensor>& out) {
   for (const c10::IValue& v : values) {
     if (v.isTensor()) {
-      add(v.toTensor());
+      out.push_back(v.toTensor());
     } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorList()) add(t);
+      for (const at::Tensor& t : v.toTensorList()) out.push_back(t);
     }
   }
 }
@@ -74,20 +70,15 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   note_fallback(name);
   if (device) wait_for_device(*device);  // the CPU kernel reads device memory as of now
 
-  int64_t elements = 0;
-  double bytes = 0;
-  add_footprint(torch::jit::last(*stack, num_args), elements, bytes);
+  std::vector<at::Tensor> tensors;
+  add_tensors(torch::jit::last(*stack, num_args), tensors);
   {
     GeneratorLoan loan(op, stack, device);
     at::native::cpu_fallback(op, stack);
   }
   if (device) {
-    // Priced as if native (docs/insight.md): one VPU launch over its tensors at one VPU unit
-    // per vreg (the cheapest element-wise op), flagged as priced as native.
-    add_footprint(torch::jit::last(*stack, op.schema().returns().size()), elements, bytes);
-    sim::Estimate e = sim::cost_model().vector(elements, 1.0, bytes);
-    e.work.priced_as_native = true;
-    sim::record(name, e);
+    add_tensors(torch::jit::last(*stack, op.schema().returns().size()), tensors);
+    sim::record(name, estimate_fallback_op(tensors));
   }
 }
 
@@ -199,6 +190,21 @@ void note_fallback(const std::string& name, const char* why) {
                " It is counted in torchtpu.metrics; TORCHTPU_FALLBACK=error makes it an error. "
                "(Warned once per operator.)");
   }
+}
+
+sim::Estimate estimate_fallback_op(const std::vector<at::Tensor>& tensors) {
+  // Priced as if native (docs/insight.md): one VPU launch over its tensors at one VPU unit per
+  // vreg (the cheapest element-wise op), flagged as priced as native.
+  int64_t elements = 0;
+  double bytes = 0;
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    elements = std::max<int64_t>(elements, t.numel());
+    bytes += sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()));
+  }
+  sim::Estimate e = sim::cost_model().vector(elements, 1.0, bytes);
+  e.work.priced_as_native = true;
+  return e;
 }
 
 FallbackMode fallback_mode() { return mode_slot().load(std::memory_order_relaxed); }

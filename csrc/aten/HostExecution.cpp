@@ -24,6 +24,7 @@
 // float64 and complex have no TPU hardware support: the VPU ops on them are treated as an
 // emulation (as XLA emulates float64 on TPUs), counted per op as "emulated.<op>" and charged
 // the cost model's emulation factor times the VPU cost. (Matmuls on them are fallbacks: see Matmul.cpp.)
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
@@ -425,6 +426,15 @@ bool returns_new_tensors(const c10::FunctionSchema& schema) {
 }
 
 }  // namespace
+
+void charge_vpu_op(const std::string& name, const OpTraits& traits,
+                   const std::vector<at::Tensor>& tensors) {
+  Footprint footprint;
+  for (const at::Tensor& t : tensors) {
+    if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
+  }
+  charge(name, traits, footprint);
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // The ops OpTraits places on the VPU, every overload with a CPU kernel.

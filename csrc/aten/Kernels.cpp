@@ -2,6 +2,7 @@
 // and the random fills that use the device generator. Every other aten op reaches the CPU
 // fallback (Fallback.cpp) until it has a kernel of its own; the matmul family and convolutions
 // are in Matmul.cpp, the VPU ops in HostExecution.cpp.
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
@@ -137,6 +138,7 @@ using runtime::metrics::count;
 
 // The names the own kernels charge their launches under.
 constexpr char kCopyFrom[] = "aten::_copy_from";
+constexpr char kArange[] = "aten::arange";
 constexpr char kFill[] = "aten::fill_";
 constexpr char kHistc[] = "aten::histc";
 constexpr char kRandom[] = "aten::random";
@@ -192,6 +194,7 @@ at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c
     const c10::DeviceGuard guard(out.device());
     at::native::resize_(out, host.sizes(), std::nullopt);
   }
+  charge_vector<kArange>(out);  // one VPU pass writing the sequence
   launch(out.device(), "aten::arange",
          [out, dst = host_alias(out), host]() mutable { dst.copy_(host); }, {out});
   return out;
@@ -221,8 +224,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   if (src_tpu && dst_tpu && self.device() == dst.device()) {
     // A copy or cast on the device: one VPU pass, in stream order.
-    charge_vector<kCopyFrom>(dst,
-                  sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())));
+    charge_device_copy(dst, self);
     // Host aliases are made now: the work must see the shapes of issue time, as a kernel
     // launch captures its arguments (the tensors themselves keep the memory alive).
     launch(dst.device(), "aten::_copy_from",
@@ -232,6 +234,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
            {dst});
     return dst;
   }
+  if (src_tpu && !dst_tpu) check_has_values(self, "Copying to the host");
   // Transfers (and copies between two devices) see device memory as of now: the host waits
   // for the queued work of the devices involved, as a pageable CUDA copy does.
   if (src_tpu) wait_for_device(self.device());
@@ -251,6 +254,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 at::Scalar _local_scalar_dense(const at::Tensor& self) {
+  check_has_values(self, "Reading a value (.item(), if tensor:, printing)");
   count("transfer.device_to_host_bytes", self.element_size());
   wait_for_device(self.device());
   return at::native::_local_scalar_dense_cpu(host_alias(self));
@@ -564,6 +568,11 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
 // A call with one CPU and one TPU tensor dispatches to AutogradPrivateUse1 first.
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+}
+
+void charge_device_copy(const at::Tensor& dst, const at::Tensor& src) {
+  charge_vector<kCopyFrom>(
+      dst, sim::CostModel::padded_bytes(src.sizes(), static_cast<int>(src.element_size())));
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

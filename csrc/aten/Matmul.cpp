@@ -5,6 +5,7 @@
 // numerics) and charges the launch to the cost model. dtypes the MXU does not take (float64,
 // complex, integers other than int8) run the host kernel on the device memory instead, counted
 // as a fallback.
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
@@ -45,6 +46,15 @@ void add_epilogue(sim::Estimate& e, const at::Tensor& out, const at::Tensor& sel
   const auto& model = sim::cost_model();
   e = model.combine(
       e, model.vector(out.numel(), 2.0, sim::CostModel::padded_bytes(self.sizes(), self.element_size())));
+}
+
+// The charge of out = beta * self + alpha * (a @ b) (self undefined: a plain product): one
+// launch, the matmul and its epilogue.
+sim::Estimate estimate_product(const at::Tensor& self, const at::Tensor& a, const at::Tensor& b,
+                               const at::Tensor& out) {
+  auto e = sim::matmul_estimate(a, b, out);
+  if (self.defined()) add_epilogue(e, out, self);
+  return e;
 }
 
 // out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain
@@ -92,14 +102,10 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
                   "passes, float16 and int8); it runs on the host, in place on the device memory.");
     wait_for_device(out.device());
     run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, false, sim::Precision::kHighest);
-    auto e = sim::matmul_estimate(a, b, out);  // priced as if native (flagged)
-    if (self.defined()) add_epilogue(e, out, self);
-    sim::record(op, e);
+    sim::record(op, estimate_product(self, a, b, out));  // priced as if native (flagged)
     return;
   }
-  auto e = sim::matmul_estimate(a, b, out);
-  if (self.defined()) add_epilogue(e, out, self);
-  sim::record(op, e);
+  sim::record(op, estimate_product(self, a, b, out));
   const auto precision = sim::current_precision();  // the caller's, captured now
   launch(out.device(), op,
          [=, keep = std::vector<at::Tensor>{self, a, b, out}] {
@@ -271,6 +277,28 @@ sim::Estimate conv_estimate(const at::Tensor& input, const at::Tensor& weight,
   return sim::matmul_estimate(groups, M, K, N, input.scalar_type(), hbm);
 }
 
+// The charge of a convolution (with its bias added in the same launch).
+sim::Estimate estimate_convolution(const at::Tensor& input, const at::Tensor& weight,
+                                   const at::Tensor& bias, const at::Tensor& output,
+                                   bool transposed, int64_t groups) {
+  auto e = conv_estimate(input, weight, output, transposed, groups);
+  if (bias.defined()) add_epilogue(e, output, bias);
+  return e;
+}
+
+// The charge of a convolution's backward: each gradient asked for is one convolution-sized
+// matmul.
+sim::Estimate estimate_convolution_backward(const at::Tensor& grad_output, const at::Tensor& input,
+                                            const at::Tensor& weight, bool transposed,
+                                            int64_t groups, std::array<bool, 3> output_mask) {
+  sim::Estimate e;
+  const auto one = conv_estimate(input, weight, grad_output, transposed, groups);
+  for (int i = 0; i < 2; ++i) {
+    if (output_mask[i]) e += one;
+  }
+  return e;
+}
+
 // A TPU tensor over the memory of host result `out` (taken over when `out` owns it alone).
 at::Tensor in_host_memory(at::Tensor out, c10::Device device) {
   if (!out.is_contiguous() || out.storage_offset() != 0 || out.storage().use_count() != 1) {
@@ -330,9 +358,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   }
   at::Tensor result = ResultInHostMemory::active() ? in_host_memory(out, input.device())
                                                   : on_device(out, input.device());
-  auto e = conv_estimate(input, weight, result, transposed, groups);
-  if (h_bias) add_epilogue(e, result, *b);
-  sim::record("aten::convolution", e);
+  sim::record("aten::convolution",
+              estimate_convolution(input, weight, b ? *b : at::Tensor(), result, transposed, groups));
   return result;
 }
 
@@ -391,17 +418,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const auto device = input.device();
   std::tuple<at::Tensor, at::Tensor, at::Tensor> result{on_device(gi, device), on_device(gw, device),
                                                         on_device(gb, device)};
-  sim::Estimate e;
-  // Each gradient is one convolution-sized matmul.
-  const auto one = conv_estimate(input, weight, grad_output, transposed, groups);
-  for (int i = 0; i < 2; ++i) {
-    if (output_mask[i]) e += one;
-  }
+  const sim::Estimate e =
+      estimate_convolution_backward(grad_output, input, weight, transposed, groups, output_mask);
   if (e.launches > 0) sim::record("aten::convolution_backward", e);
   return result;
 }
 
 }  // namespace
+
+std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
+                                             c10::ArrayRef<c10::IValue> args,
+                                             const std::vector<at::Tensor>& results) {
+  const std::string base = name.substr(0, name.find('.'));
+  auto arg = [&](size_t i) { return args[i].isTensor() ? args[i].toTensor() : at::Tensor(); };
+  const at::Tensor out = results.empty() ? at::Tensor() : results[0];
+  if (base == "aten::mm" || base == "aten::bmm" || base == "aten::_int_mm" ||
+      base == "aten::dot" || base == "aten::vdot") {
+    return estimate_product(at::Tensor(), arg(0), arg(1), out);
+  }
+  if (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addmv") {
+    return estimate_product(arg(0), arg(1), arg(2), out);
+  }
+  if (base == "aten::convolution_overrideable") {
+    return estimate_convolution(arg(0), arg(1), args[2].isTensor() ? arg(2) : at::Tensor(), out,
+                                args[6].toBool(), args[8].toInt());
+  }
+  if (base == "aten::convolution_backward_overrideable") {
+    const auto mask = args[9].to<std::vector<bool>>();
+    return estimate_convolution_backward(arg(0), arg(1), arg(2), args[6].toBool(),
+                                         args[8].toInt(), {mask[0], mask[1], mask[2]});
+  }
+  return std::nullopt;
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm.out", entry(TORCH_FN(mm_out), Capture::results_are_arguments));

@@ -1,6 +1,7 @@
 // Capture: the entry hook of fused eager (aten/Entry.h). Ops are recorded into the pending graph
 // with their operands; factories return tensors over pending storages; ops that cannot be
 // recorded first materialize the pending work they touch. See Defer.h.
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
@@ -723,65 +724,6 @@ std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
   return std::nullopt;
 }
 
-// Meta results of a new_results op; nullopt (with the reason) when it has no usable meta kernel.
-std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
-                                                    const torch::jit::Stack& stack,
-                                                    std::string* why) {
-  const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  torch::jit::Stack meta(stack.end() - num_args, stack.end());
-  for_each_tensor_slot(meta, [](at::Tensor& t) {
-    if (!t.defined() || t.is_cpu()) return;
-    t = at::detail::empty_strided_meta(t.sizes(), t.strides(), t.scalar_type(), std::nullopt,
-                                       std::nullopt, std::nullopt);
-  });
-  try {
-    const std::string_view name = schema.name();
-    if (name == "aten::convolution_overrideable") {
-      // (Its own meta kernel only says "not implemented": the output of the generic
-      // convolution on meta tensors is the same.)
-      at::Tensor out = at::convolution(meta[0].toTensor(), meta[1].toTensor(),
-                                       meta[2].toOptional<at::Tensor>(), meta[3].toIntVector(),
-                                       meta[4].toIntVector(), meta[5].toIntVector(),
-                                       meta[6].toBool(), meta[7].toIntVector(), meta[8].toInt());
-      meta.clear();
-      meta.emplace_back(std::move(out));
-    } else if (name == "aten::convolution_backward_overrideable") {
-      const at::Tensor& w = meta[2].toTensor();
-      const bool transposed = meta[6].toBool();
-      const int64_t groups = meta[8].toInt();
-      const std::vector<int64_t> bias_sizes{transposed ? w.size(1) * groups : w.size(0)};
-      const auto mask = meta[9].to<std::vector<bool>>();
-      auto [gi, gw, gb] = at::convolution_backward(
-          meta[0].toTensor(), meta[1].toTensor(), w, bias_sizes, meta[3].toIntVector(),
-          meta[4].toIntVector(), meta[5].toIntVector(), transposed, meta[7].toIntVector(), groups,
-          {mask[0], mask[1], mask[2]});
-      meta.clear();
-      meta.emplace_back(std::move(gi));
-      meta.emplace_back(std::move(gw));
-      meta.emplace_back(std::move(gb));
-    } else {
-      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
-    }
-  } catch (const std::exception& e) {
-    *why = e.what();
-    return std::nullopt;
-  }
-  std::vector<at::Tensor> out;
-  for (const auto& v : meta) {
-    if (v.isTensor()) {
-      out.push_back(v.toTensor());
-    } else if (v.isTensorList()) {
-      *why = "returns a list";  // (foreach results: not recorded yet)
-      return std::nullopt;
-    } else {
-      *why = "returns a non-tensor";
-      return std::nullopt;
-    }
-  }
-  return out;
-}
-
 // Does the op touch a storage that the pending graph uses?
 bool touches_graph(State& s, torch::jit::Stack args) {
   bool touches = false;
@@ -986,7 +928,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     // (Python meta kernels cost about a millisecond each: counted, with their time.)
     std::string why;
     const auto t0 = std::chrono::steady_clock::now();
-    meta = meta_results(op, *stack, &why);
+    meta = aten::meta_results(op, *stack, &why);
     runtime::metrics::count("defer.meta_calls." + name);
     TORCHTPU_COUNT("defer.meta_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now() - t0)

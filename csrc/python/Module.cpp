@@ -216,6 +216,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_precision", [] { return api::current_precision(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
+  m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
+  m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {
     const api::PricedRun r = api::price_run(chip, launch_us);
     py::dict d;

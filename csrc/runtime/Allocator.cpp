@@ -5,10 +5,13 @@
 #include "runtime/Device.h"
 #include "runtime/Log.h"
 #include "runtime/Metrics.h"
+#include "runtime/Mode.h"
 #include "runtime/Stream.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
+
+#include <sys/mman.h>
 
 #include <atomic>
 #include <cstdio>
@@ -29,12 +32,53 @@ struct Block {
   size_t size;       // rounded size, what the block reserves
   size_t requested;  // bytes asked for
   bool allocated;
+  bool dry = false;  // a dry run's block: an address, no memory behind it
+};
+
+// The address space of dry-run blocks (runtime/Mode.h, dry_run()): one reservation of virtual
+// addresses that no host memory backs (MAP_NORESERVE; a page would be committed only if
+// something wrote to it, and nothing does: dry-run ops never touch device memory). Addresses are
+// handed out in order and reused by size once released. Caller holds the allocator's mutex.
+struct DryAddresses {
+  static constexpr size_t kSpan = size_t(1) << 42;  // 4 TiB of addresses
+  char* base = nullptr;
+  size_t used = 0;
+  std::unordered_map<size_t, std::vector<void*>> released;
+
+  void* take(size_t size) {
+    if (auto it = released.find(size); it != released.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      return p;
+    }
+    if (base == nullptr) {
+      void* m = mmap(nullptr, kSpan, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      TORCH_CHECK(m != MAP_FAILED, "torchtpu dry run: could not reserve ", kSpan >> 30,
+                  " GiB of address space for device tensors (mmap failed)");
+      base = static_cast<char*>(m);
+    }
+    TORCH_CHECK(used + size <= kSpan, "torchtpu dry run: more than ", kSpan >> 30,
+                " GiB of device tensors were allocated in dry runs");
+    void* p = base + used;
+    used += size;
+    return p;
+  }
+  void give_back(void* p, size_t size) {
+    madvise(p, size, MADV_DONTNEED);  // (drops a page that was touched after all)
+    released[size].push_back(p);
+  }
+  bool owns(const void* p) const {
+    return base != nullptr && p >= base && p < base + kSpan;
+  }
 };
 
 struct DeviceState {
   // Free blocks by rounded size (a request takes a block of its exact size class): lists that
   // keep their capacity, so a steady state of allocations and frees allocates no host memory.
-  std::unordered_map<size_t, std::vector<void*>> cached;
+  // Dry-run blocks are cached apart (a dry run never gets memory with values, a real tensor
+  // never gets a dry address).
+  std::unordered_map<size_t, std::vector<void*>> cached, dry_cached;
   size_t cached_blocks = 0;
   Allocator::DeviceStats stats;
   size_t reserved = 0;
@@ -47,6 +91,7 @@ struct State {
   std::unordered_map<void*, Block> blocks;  // every block, allocated or cached
   std::map<uintptr_t, void*> by_address;    // for device_of() on interior pointers
   std::vector<DeviceState> devices;
+  DryAddresses dry;
 };
 
 State& state() {
@@ -86,18 +131,24 @@ std::string format_bytes(size_t bytes) {
 // Releases every cached block of a device. Caller holds the mutex.
 void release_cached(State& s, c10::DeviceIndex device) {
   auto& d = s.devices[device];
-  for (auto& [size, ptrs] : d.cached) {
-    for (void* ptr : ptrs) {
-      update(d.stats.reserved_bytes, pool_of(size), -int64_t(size));
-      update(d.stats.segment, pool_of(size), -1);
-      d.stats.num_device_free++;
-      d.reserved -= size;
-      s.blocks.erase(ptr);
-      s.by_address.erase(reinterpret_cast<uintptr_t>(ptr));
-      std::free(ptr);
+  for (auto* cache : {&d.cached, &d.dry_cached}) {
+    for (auto& [size, ptrs] : *cache) {
+      for (void* ptr : ptrs) {
+        update(d.stats.reserved_bytes, pool_of(size), -int64_t(size));
+        update(d.stats.segment, pool_of(size), -1);
+        d.stats.num_device_free++;
+        d.reserved -= size;
+        s.blocks.erase(ptr);
+        s.by_address.erase(reinterpret_cast<uintptr_t>(ptr));
+        if (cache == &d.dry_cached) {
+          s.dry.give_back(ptr, size);
+        } else {
+          std::free(ptr);
+        }
+      }
     }
+    cache->clear();
   }
-  d.cached.clear();
   d.cached_blocks = 0;
 }
 
@@ -120,7 +171,7 @@ void delete_block(void* ptr) {
   update(d.stats.requested_bytes, pool, -int64_t(b.requested));
   d.allocated -= b.size;
   b.allocated = false;
-  d.cached[b.size].push_back(ptr);
+  (b.dry ? d.dry_cached : d.cached)[b.size].push_back(ptr);
   ++d.cached_blocks;
   const int64_t allocated = int64_t(d.allocated), reserved = int64_t(d.reserved);
   lock.unlock();
@@ -149,10 +200,14 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
   std::unique_lock<std::recursive_mutex> lock(s.mutex);
   auto& d = s.devices[device];
   const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
+  const bool dry = dry_run();
+  auto& cache = dry ? d.dry_cached : d.cached;
+  // Memory for a block: host memory, or in a dry run an address only.
+  auto fresh = [&]() -> void* { return dry ? s.dry.take(rounded) : std::aligned_alloc(64, rounded); };
 
   void* ptr = nullptr;
-  auto cached = d.cached.find(rounded);
-  if (cached != d.cached.end() && !cached->second.empty()) {
+  auto cached = cache.find(rounded);
+  if (cached != cache.end() && !cached->second.empty()) {
     ptr = cached->second.back();
     cached->second.pop_back();
     --d.cached_blocks;
@@ -170,7 +225,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
         release_cached(s, device);
       }
       if (d.reserved + rounded <= capacity) {
-        ptr = std::aligned_alloc(64, rounded);
+        ptr = fresh();
         if (ptr == nullptr) break;  // the host itself is out of memory
       } else if (on_stream_worker()) {
         break;
@@ -182,7 +237,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
         if (!waited) {
           // Nothing was queued: one last look (a release may have finished meanwhile).
           if (d.reserved + rounded > capacity && d.cached_blocks > 0) release_cached(s, device);
-          if (d.reserved + rounded <= capacity) ptr = std::aligned_alloc(64, rounded);
+          if (d.reserved + rounded <= capacity) ptr = fresh();
           break;
         }
       }
@@ -212,7 +267,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     d.reserved += rounded;
     s.by_address[reinterpret_cast<uintptr_t>(ptr)] = ptr;
   }
-  s.blocks[ptr] = Block{device, rounded, bytes, true};
+  s.blocks[ptr] = Block{device, rounded, bytes, true, dry};
   update(d.stats.allocation, pool, 1);
   update(d.stats.active, pool, 1);
   update(d.stats.allocated_bytes, pool, int64_t(rounded));
@@ -367,6 +422,12 @@ class PinnedAllocator final : public c10::Allocator {
 c10::Allocator& pinned_allocator() {
   static PinnedAllocator instance;
   return instance;
+}
+
+bool is_dry_memory(const void* ptr) {
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  return s.dry.owns(ptr);
 }
 
 bool is_pinned_ptr(const void* ptr) {

@@ -83,6 +83,9 @@ class HostAllocationsOnDevice {
 // `data` alone.
 c10::DataPtr take_device_block(c10::DataPtr& data);
 
+// True for memory of a dry run's tensor: an address with no values behind it (Mode.h).
+bool is_dry_memory(const void* ptr);
+
 
 // Host memory handed out for pin_memory(): ordinary host memory, remembered so that
 // is_pinned() can answer.

@@ -63,6 +63,16 @@ EagerMode eager_mode_from_name(const std::string& n) {
   TORCH_CHECK_VALUE(false, "Unknown eager mode '", n, "'; expected 'debug', 'strict' or 'fused'");
 }
 
+namespace {
+std::atomic<bool>& dry_slot() {
+  static std::atomic<bool> on{env::get("TORCHTPU_DRY_RUN").value_or("0") == "1"};
+  return on;
+}
+}  // namespace
+
+bool dry_run() { return dry_slot().load(std::memory_order_relaxed); }
+void set_dry_run(bool on) { dry_slot().store(on); }
+
 bool check_nans() { return nan_slot().load(std::memory_order_relaxed); }
 void set_check_nans(bool on) { nan_slot().store(on); }
 

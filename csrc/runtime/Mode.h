@@ -46,6 +46,14 @@ class OpModeScope {
 const char* name(EagerMode mode);
 EagerMode eager_mode_from_name(const std::string& name);
 
+// Dry runs (docs/insight.md, "Dry runs"): while on, device tensors get memory that is only an
+// address (the allocator's dry blocks: counted against the simulated HBM, never backed by host
+// memory), and every op computes its results' metadata and is charged to the cost model without
+// running (aten/DryRun.h). TORCHTPU_DRY_RUN=1 turns it on for the process; torchtpu.dry_run()
+// for a block. Process-wide.
+bool dry_run();
+void set_dry_run(bool on);
+
 // TORCHTPU_CHECK_NANS=1 (or set_check_nans): in debug mode, results are checked for NaN/Inf.
 bool check_nans();
 void set_check_nans(bool on);

@@ -204,3 +204,108 @@ def test_the_info_command_names_chips_and_settings(tmp_path):
     info = json.loads((tmp_path / "info.json").read_text())
     assert [c["name"] for c in info["chips"]] == ["v4", "v5e", "v5p", "v6e", "v7"]
     assert info["launch cost (us)"] == pytest.approx(1.5)
+
+
+# ---- Dry runs
+
+
+def _strict(fn):
+    """Runs fn in strict eager (a dry run charges op by op, as strict eager does)."""
+    mode = torchtpu.get_eager_mode()
+    torchtpu.set_eager_mode("strict")
+    try:
+        return fn()
+    finally:
+        torchtpu.set_eager_mode(mode)
+
+
+def _llama_step(seed=0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=176,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=64)
+    with torch.device("tpu"):
+        model = LlamaForCausalLM(config)
+    opt = torch.optim.AdamW(model.parameters())
+    ids = torch.randint(0, 128, (2, 32), device="tpu")
+    torchtpu.metrics.reset()
+    loss = model(input_ids=ids, labels=ids).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    torch.tpu.synchronize()
+    return torchtpu.metrics.op_times(), torchtpu.metrics.estimate(), loss
+
+
+def test_a_dry_run_charges_what_running_charges():
+    """Differential: a Hugging Face Llama training step, run with values and in a dry run,
+    is charged the same launches, per op, to the picosecond."""
+    real_times, real, _ = _strict(_llama_step)
+    with torchtpu.dry_run():
+        assert torchtpu.is_dry_run()
+        dry_times, dry, loss = _strict(_llama_step)
+        assert loss.shape == () and loss.dtype == torch.float32 and loss.device.type == "tpu"
+    assert not torchtpu.is_dry_run()
+    assert dry["launches"] == real["launches"] > 100
+    assert dry_times.keys() == real_times.keys()
+    for op, t in real_times.items():
+        assert dry_times[op] == pytest.approx(t, rel=1e-12), op
+    assert torchtpu.metrics.counters()["dry_run.ops"] > 100
+
+
+def test_reading_values_in_a_dry_run_is_an_error_that_names_it():
+    with torchtpu.dry_run():
+        x = torch.ones(4, device="tpu") * 3
+        for read in (lambda: x.sum().item(), lambda: x.cpu(), lambda: bool(x[0] > 1),
+                     lambda: x.tolist()):
+            with pytest.raises(RuntimeError, match="this is a dry run"):
+                read()
+        with pytest.raises(RuntimeError, match="dry run"):
+            print(x)
+        # An op whose result's shape depends on values.
+        with pytest.raises(RuntimeError, match="cannot run in a dry run"):
+            torch.nonzero(x)
+    # After the dry run its tensors still have no values.
+    with pytest.raises(RuntimeError, match="made in a dry run"):
+        x.cpu()
+    assert torch.ones(2, device="tpu").sum().item() == 2.0  # and the device works as before
+
+
+def test_a_dry_run_runs_out_of_memory_as_the_chip_would_without_host_memory():
+    def rss():
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+    torch.tpu.empty_cache()
+    capacity = torch.tpu.mem_get_info()[1]
+    before = rss()
+    with torchtpu.dry_run():
+        # 12 GiB of device tensors on the simulated 16 GiB v5e, with no host memory behind them.
+        big = [torch.empty(2**30, dtype=torch.float32, device="tpu") for _ in range(3)]
+        for t in big:
+            t.normal_()
+            t.mul_(2)
+        assert torch.tpu.memory_allocated() >= 12 * 2**30
+        assert rss() - before < 256 * 2**20
+        with pytest.raises(torch.OutOfMemoryError, match="TPU out of memory"):
+            torch.empty(capacity, dtype=torch.uint8, device="tpu")
+        del big, t
+    torch.tpu.empty_cache()
+    assert torch.tpu.memory_reserved() < 2**30
+
+
+def test_the_environment_turns_a_dry_run_on_for_the_process():
+    out = run_python("""
+        import torch, torchtpu
+        assert torchtpu.is_dry_run()
+        w = torch.empty(4096, 4096, device="tpu", dtype=torch.bfloat16)
+        x = torch.empty(512, 4096, device="tpu", dtype=torch.bfloat16)
+        torchtpu.metrics.reset()
+        y = x @ w
+        print(torchtpu.metrics.estimate()["flops"], y.shape)
+        y.cpu()
+    """, env={"TORCHTPU_DRY_RUN": "1"}, check=False)
+    assert out.returncode != 0 and "this is a dry run" in out.stderr
+    assert out.stdout.split()[0] == str(float(2 * 512 * 4096 * 4096))
