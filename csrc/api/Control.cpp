@@ -112,6 +112,7 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
     out.op_launches[op] = p.launches;
     out.op_flops[op] = p.flops;
     out.op_hbm_bytes[op] = p.hbm_bytes;
+    out.op_mxu_s[op] = p.mxu_s;
   }
   out.priced_as_native_ops = totals.priced_as_native;
   return out;

@@ -106,7 +106,7 @@ struct PricedRun {
   int64_t launches = 0, bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, priced_as_native = 0;
   std::map<std::string, double> op_seconds;         // per op, launch costs included
   std::map<std::string, int64_t> op_launches;
-  std::map<std::string, double> op_flops, op_hbm_bytes;
+  std::map<std::string, double> op_flops, op_hbm_bytes, op_mxu_s;
   std::map<std::string, int64_t> priced_as_native_ops;
 };
 PricedRun price_run(const std::string& chip, double launch_us);

@@ -239,6 +239,7 @@ PYBIND11_MODULE(_C, m) {
     d["op_launches"] = r.op_launches;
     d["op_flops"] = r.op_flops;
     d["op_hbm_bytes"] = r.op_hbm_bytes;
+    d["op_mxu_s"] = r.op_mxu_s;
     d["priced_as_native_ops"] = r.priced_as_native_ops;
     return d;
   });

@@ -40,7 +40,7 @@ struct Block {
 // something wrote to it, and nothing does: dry-run ops never touch device memory). Addresses are
 // handed out in order and reused by size once released. Caller holds the allocator's mutex.
 struct DryAddresses {
-  static constexpr size_t kSpan = size_t(1) << 42;  // 4 TiB of addresses
+  static constexpr size_t kSpan = size_t(1) << 46;  // 64 TiB of addresses
   char* base = nullptr;
   size_t used = 0;
   std::unordered_map<size_t, std::vector<void*>> released;
