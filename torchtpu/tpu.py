@@ -271,6 +271,11 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
     return torch.accelerator.get_memory_info(_device(device))
 
 
+# torch.tpu.memory: summaries, snapshots and the allocation history (torchtpu/memory.py).
+from . import memory  # noqa: E402
+from .memory import memory_snapshot, memory_summary  # noqa: E402,F401
+
+
 # ---------------------------------------------------------------------------------------------
 # Streams and events: the generic torch.Stream / torch.Event on the tpu device.
 

@@ -16,6 +16,8 @@
 #include "sim/Ledger.h"
 #include "sim/Mxu.h"
 
+#include <torch/csrc/profiler/combined_traceback.h>
+
 namespace torchtpu::api {
 
 void install_host_hooks(const HostHooks& hooks) {
@@ -72,6 +74,34 @@ std::optional<std::string> precision_override() {
   return std::string(sim::name(*p));
 }
 std::string current_precision() { return sim::name(sim::current_precision()); }
+
+namespace {
+std::shared_ptr<c10::GatheredContext> gather_python_stack() {
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/false, /*cpp=*/false);
+}
+}  // namespace
+
+void record_memory_history(bool on, size_t max_entries) {
+  runtime::record_memory_history(on ? &gather_python_stack : nullptr, max_entries);
+}
+
+MemoryState memory_state() {
+  runtime::MemorySnapshot snap = runtime::memory_snapshot();
+  MemoryState out;
+  for (size_t d = 0; d < snap.blocks.size(); ++d) {
+    for (auto& b : snap.blocks[d]) {
+      out.blocks.push_back({int(d), b.allocated, b.dry, b.address, b.size, b.requested, 0,
+                            std::move(b.context)});
+    }
+  }
+  for (size_t d = 0; d < snap.events.size(); ++d) {
+    for (auto& e : snap.events[d]) {
+      out.events.push_back({int(d), e.alloc, false, e.address, e.size, e.size, e.time_us,
+                            std::move(e.context)});
+    }
+  }
+  return out;
+}
 
 void set_dry_run(bool on) {
   if (on && !runtime::dry_run()) {

@@ -87,6 +87,24 @@ void set_precision_override(const std::optional<std::string>& name);
 std::optional<std::string> precision_override();
 std::string current_precision();
 
+// Memory history (torch.tpu.memory._record_memory_history, docs/insight.md): every allocation
+// and free of every device, with the stack (a torch::CapturedTraceback: Python frames, gathered
+// on threads that can) of each; the live and cached blocks with the stack of their allocation.
+void record_memory_history(bool on, size_t max_entries);
+struct MemoryRecord {
+  int device = 0;
+  bool alloc = true;       // events: an allocation, else a free; blocks: allocated, else cached
+  bool dry = false;        // blocks: a dry run's
+  uint64_t address = 0;
+  size_t size = 0, requested = 0;
+  int64_t time_us = 0;     // events
+  std::shared_ptr<c10::GatheredContext> context;
+};
+struct MemoryState {
+  std::vector<MemoryRecord> blocks, events;
+};
+MemoryState memory_state();
+
 // Dry runs (docs/insight.md): tensors without values, ops charged without running.
 void set_dry_run(bool on);
 bool dry_run();

@@ -9,7 +9,16 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
+
+// From libtorch_python (torch/csrc/profiler/python/combined_traceback.h, whose header needs
+// nlohmann/json, which the wheel does not ship): symbolizing captured stacks, and installing
+// the Python unwinder CapturedTraceback::gather uses.
+namespace torch {
+std::vector<pybind11::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
+void installCapturedTracebackPython();
+}  // namespace torch
 
 #include <map>
 #include <mutex>
@@ -21,6 +30,73 @@ namespace py = pybind11;
 namespace torchtpu::python {
 
 namespace {
+
+// The memory state as torch.cuda.memory._snapshot() gives it (segments with their blocks, and
+// the trace of allocations and frees per device), so PyTorch's memory visualizer reads it. Each
+// block of this allocator is a segment of its own (blocks are never split).
+py::dict memory_snapshot_dict() {
+  api::MemoryState state = api::memory_state();
+  // Stacks: symbolized together (PyTorch's py_symbolize), one list of frames per context.
+  std::vector<torch::CapturedTraceback*> to_symbolize;
+  std::vector<int> index_of_blocks, index_of_events;
+  auto add = [&](const std::shared_ptr<c10::GatheredContext>& c, std::vector<int>& index) {
+    auto* t = dynamic_cast<torch::CapturedTraceback*>(c.get());
+    index.push_back(t != nullptr ? int(to_symbolize.size()) : -1);
+    if (t != nullptr) to_symbolize.push_back(t);
+  };
+  for (const auto& b : state.blocks) add(b.context, index_of_blocks);
+  for (const auto& e : state.events) add(e.context, index_of_events);
+  std::vector<py::object> frames = torch::py_symbolize(to_symbolize);
+  auto frames_of = [&](int i) { return i >= 0 ? frames[i] : py::list(); };
+  const int n_devices = device_count();
+  py::list segments;
+  for (size_t i = 0; i < state.blocks.size(); ++i) {
+    const auto& b = state.blocks[i];
+    py::dict block;
+    block["address"] = b.address;
+    block["size"] = b.size;
+    block["requested_size"] = b.alloc ? b.requested : 0;
+    block["state"] = b.alloc ? "active_allocated" : "inactive";
+    block["frames"] = frames_of(index_of_blocks[i]);
+    py::dict seg;
+    seg["device"] = b.device;
+    seg["address"] = b.address;
+    seg["total_size"] = b.size;
+    seg["allocated_size"] = b.alloc ? b.size : 0;
+    seg["active_size"] = b.alloc ? b.size : 0;
+    seg["requested_size"] = b.alloc ? b.requested : 0;
+    seg["stream"] = 0;
+    seg["segment_type"] = b.size <= (size_t(1) << 20) ? "small" : "large";
+    seg["segment_pool_id"] = py::make_tuple(0, 0);
+    seg["is_expandable"] = false;
+    seg["dry_run"] = b.dry;
+    seg["frames"] = frames_of(index_of_blocks[i]);
+    py::list blocks;
+    blocks.append(block);
+    seg["blocks"] = blocks;
+    segments.append(seg);
+  }
+  py::list traces;
+  for (int d = 0; d < n_devices; ++d) traces.append(py::list());
+  for (size_t i = 0; i < state.events.size(); ++i) {
+    const auto& e = state.events[i];
+    py::dict entry;
+    entry["action"] = e.alloc ? "alloc" : "free_completed";
+    entry["addr"] = e.address;
+    entry["size"] = e.size;
+    entry["stream"] = 0;
+    entry["time_us"] = e.time_us;
+    entry["frames"] = frames_of(index_of_events[i]);
+    if (e.device < n_devices) traces[e.device].cast<py::list>().append(entry);
+  }
+  py::dict out;
+  out["segments"] = segments;
+  out["device_traces"] = traces;
+  py::dict settings;
+  settings["PYTORCH_CUDA_ALLOC_CONF"] = "";  // (the visualizer reads the key)
+  out["allocator_settings"] = settings;
+  return out;
+}
 
 py::dict chip_dict(const Chip& c) {
   py::dict d;
@@ -216,6 +292,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("current_precision", [] { return api::current_precision(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
+  m.def("record_memory_history", [](bool on, size_t max_entries) {
+    if (on) torch::installCapturedTracebackPython();  // (once is enough; idempotent)
+    api::record_memory_history(on, max_entries);
+  });
+  m.def("memory_snapshot", [] { return memory_snapshot_dict(); });
   m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
   m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {

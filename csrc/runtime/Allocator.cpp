@@ -13,7 +13,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,7 @@ struct Block {
   size_t requested;  // bytes asked for
   bool allocated;
   bool dry = false;  // a dry run's block: an address, no memory behind it
+  std::shared_ptr<c10::GatheredContext> context;  // of its allocation (memory history)
 };
 
 // The address space of dry-run blocks (runtime/Mode.h, dry_run()): one reservation of virtual
@@ -92,7 +95,34 @@ struct State {
   std::map<uintptr_t, void*> by_address;    // for device_of() on interior pointers
   std::vector<DeviceState> devices;
   DryAddresses dry;
+  // Memory history (record_memory_history): the last events per device.
+  std::atomic<ContextGatherer> gatherer{nullptr};
+  size_t max_events = 0;
+  std::vector<std::deque<MemoryEvent>> events;
 };
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Appends an event of the memory history. Caller holds the mutex.
+void note_event(State& s, c10::DeviceIndex device, bool alloc, void* ptr, size_t size,
+                std::shared_ptr<c10::GatheredContext> context) {
+  if (s.max_events == 0) return;
+  if (s.events.size() < s.devices.size()) s.events.resize(s.devices.size());
+  auto& list = s.events[device];
+  list.push_back({alloc, reinterpret_cast<uintptr_t>(ptr), size, now_us(), std::move(context)});
+  while (list.size() > s.max_events) list.pop_front();
+}
+
+// The context of an allocation or free, gathered before taking the mutex (a gatherer of Python
+// frames may take the GIL).
+std::shared_ptr<c10::GatheredContext> gather_context(State& s) {
+  ContextGatherer g = s.gatherer.load(std::memory_order_acquire);
+  return g != nullptr ? g() : nullptr;
+}
 
 State& state() {
   static auto* s = [] {
@@ -155,6 +185,7 @@ void release_cached(State& s, c10::DeviceIndex device) {
 void delete_block(void* ptr) {
   if (ptr == nullptr) return;
   auto& s = state();
+  auto context = gather_context(s);
   std::unique_lock<std::recursive_mutex> lock(s.mutex);
   auto it = s.blocks.find(ptr);
   TORCH_INTERNAL_ASSERT(it != s.blocks.end() && it->second.allocated,
@@ -171,6 +202,8 @@ void delete_block(void* ptr) {
   update(d.stats.requested_bytes, pool, -int64_t(b.requested));
   d.allocated -= b.size;
   b.allocated = false;
+  b.context.reset();
+  note_event(s, b.device, false, ptr, b.size, std::move(context));
   (b.dry ? d.dry_cached : d.cached)[b.size].push_back(ptr);
   ++d.cached_blocks;
   const int64_t allocated = int64_t(d.allocated), reserved = int64_t(d.reserved);
@@ -197,6 +230,7 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
   const size_t rounded = round_size(bytes);
   const auto pool = pool_of(rounded);
   auto& s = state();
+  auto context = gather_context(s);
   std::unique_lock<std::recursive_mutex> lock(s.mutex);
   auto& d = s.devices[device];
   const size_t capacity = static_cast<size_t>(hbm_capacity_bytes());
@@ -267,7 +301,8 @@ c10::DataPtr Allocator::allocate_on(c10::DeviceIndex device, size_t bytes) {
     d.reserved += rounded;
     s.by_address[reinterpret_cast<uintptr_t>(ptr)] = ptr;
   }
-  s.blocks[ptr] = Block{device, rounded, bytes, true, dry};
+  note_event(s, device, true, ptr, rounded, context);
+  s.blocks[ptr] = Block{device, rounded, bytes, true, dry, std::move(context)};
   update(d.stats.allocation, pool, 1);
   update(d.stats.active, pool, 1);
   update(d.stats.allocated_bytes, pool, int64_t(rounded));
@@ -422,6 +457,34 @@ class PinnedAllocator final : public c10::Allocator {
 c10::Allocator& pinned_allocator() {
   static PinnedAllocator instance;
   return instance;
+}
+
+void record_memory_history(ContextGatherer gatherer, size_t max_entries) {
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  s.gatherer.store(gatherer, std::memory_order_release);
+  s.max_events = gatherer != nullptr ? max_entries : 0;
+  if (gatherer == nullptr) s.events.clear();
+}
+
+MemorySnapshot memory_snapshot() {
+  auto& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mutex);
+  MemorySnapshot out;
+  out.blocks.resize(s.devices.size());
+  out.events.resize(s.devices.size());
+  for (const auto& [ptr, b] : s.blocks) {
+    out.blocks[b.device].push_back({reinterpret_cast<uintptr_t>(ptr), b.size, b.requested,
+                                    b.allocated, b.dry, b.context});
+  }
+  for (auto& list : out.blocks) {
+    std::sort(list.begin(), list.end(),
+              [](const MemoryBlock& a, const MemoryBlock& b) { return a.address < b.address; });
+  }
+  for (size_t d = 0; d < s.events.size() && d < out.events.size(); ++d) {
+    out.events[d].assign(s.events[d].begin(), s.events[d].end());
+  }
+  return out;
 }
 
 bool is_dry_memory(const void* ptr) {

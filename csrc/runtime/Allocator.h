@@ -15,7 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <utility>
+#include <vector>
 
 namespace torchtpu::runtime {
 
@@ -85,6 +88,33 @@ c10::DataPtr take_device_block(c10::DataPtr& data);
 
 // True for memory of a dry run's tensor: an address with no values behind it (Mode.h).
 bool is_dry_memory(const void* ptr);
+
+// ---- Memory history and snapshots (torch.tpu.memory, in the format of torch.cuda.memory).
+
+// What gathers the context (stack frames) of an allocation or free; may return null.
+using ContextGatherer = std::shared_ptr<c10::GatheredContext> (*)();
+// Starts (gatherer non-null) or stops recording every allocation and free, keeping the last
+// `max_entries` events per device.
+void record_memory_history(ContextGatherer gatherer, size_t max_entries);
+
+struct MemoryEvent {
+  bool alloc = true;  // else a free
+  uintptr_t address = 0;
+  size_t size = 0;
+  int64_t time_us = 0;
+  std::shared_ptr<c10::GatheredContext> context;
+};
+struct MemoryBlock {
+  uintptr_t address = 0;
+  size_t size = 0, requested = 0;
+  bool allocated = false, dry = false;
+  std::shared_ptr<c10::GatheredContext> context;  // of its allocation, while history is on
+};
+struct MemorySnapshot {
+  std::vector<std::vector<MemoryBlock>> blocks;   // per device
+  std::vector<std::vector<MemoryEvent>> events;   // per device, oldest first
+};
+MemorySnapshot memory_snapshot();
 
 
 // Host memory handed out for pin_memory(): ordinary host memory, remembered so that

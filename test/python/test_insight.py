@@ -309,3 +309,75 @@ def test_the_environment_turns_a_dry_run_on_for_the_process():
     """, env={"TORCHTPU_DRY_RUN": "1"}, check=False)
     assert out.returncode != 0 and "this is a dry run" in out.stderr
     assert out.stdout.split()[0] == str(float(2 * 512 * 4096 * 4096))
+
+
+# ---- Memory tools
+
+
+def _allocate_named_buffer():
+    t = torch.ones(300_000, device="tpu")  # 1.2 MB: the large pool
+    t.add_(1)
+    t.sum().item()  # (fused eager: makes it real here)
+    return t
+
+
+def test_the_memory_history_records_allocations_and_frees_with_python_stacks():
+    torch.tpu.synchronize()
+    torch.tpu.memory._record_memory_history(max_entries=10000)
+    try:
+        t = _allocate_named_buffer()
+        address = t.untyped_storage().data_ptr()
+        del t
+        torch.tpu.synchronize()
+        snap = torch.tpu.memory._snapshot()
+    finally:
+        torch.tpu.memory._record_memory_history(enabled=None)
+    trace = snap["device_traces"][0]
+    allocs = [e for e in trace if e["action"] == "alloc" and e["addr"] == address]
+    frees = [e for e in trace if e["action"] == "free_completed" and e["addr"] == address]
+    assert allocs and frees and frees[-1]["time_us"] >= allocs[-1]["time_us"]
+    frames = allocs[-1]["frames"]
+    assert any(f["filename"].endswith("test_insight.py") for f in frames), frames
+    assert any(f["name"] in ("_allocate_named_buffer",
+                             "test_the_memory_history_records_allocations_and_frees_with_python_stacks")
+               for f in frames), frames
+    # Stopped: nothing more is recorded.
+    u = torch.ones(10, device="tpu") + 1
+    assert torch.tpu.memory._snapshot()["device_traces"][0] == []
+    del u
+
+
+def test_memory_snapshots_read_in_pytorch_memory_visualizer(tmp_path):
+    from torch.cuda import _memory_viz
+
+    torch.tpu.memory._record_memory_history(max_entries=1000)
+    try:
+        keep = [_allocate_named_buffer() for _ in range(3)]
+        torch.tpu.synchronize()
+        path = tmp_path / "snapshot.pickle"
+        torch.tpu.memory._dump_snapshot(str(path))
+    finally:
+        torch.tpu.memory._record_memory_history(enabled=None)
+    import pickle
+
+    snap = pickle.loads(path.read_bytes())
+    live = sum(s["allocated_size"] for s in snap["segments"] if s["device"] == 0)
+    assert live == torch.tpu.memory_allocated(0)
+    assert torch.tpu.memory_snapshot() and all("blocks" in s for s in torch.tpu.memory_snapshot())
+    # PyTorch's own tools read it.
+    assert "total_allocated" in _memory_viz.segsum(snap)
+    for html in (_memory_viz.trace_plot(snap), _memory_viz.segment_plot(snap)):
+        assert "MemoryViz.js" in html and len(html) > 1000
+    del keep
+
+
+def test_memory_summary_tells_the_allocators_figures():
+    x = torch.ones(1024, 1024, device="tpu:1")
+    torch.tpu.synchronize(1)
+    text = torch.tpu.memory_summary("tpu:1")
+    assert "device 1" in text and "simulated v5e HBM" in text
+    allocated = torch.tpu.memory_stats(1)["allocated_bytes.all.current"]
+    line = next(l for l in text.splitlines() if l.strip().startswith("Allocated memory"))
+    assert f"{allocated / 2**20:.2f} MiB" in line
+    assert len(torch.tpu.memory_summary(abbreviated=True).splitlines()) < len(text.splitlines())
+    del x
