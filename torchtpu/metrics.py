@@ -57,6 +57,9 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     launches, the fraction of the chip's peak, and the arithmetic intensity against the chip's
     ridge point (the roofline position).
 
+    ``device_time_s`` sums every launch; ``device_time_per_device_s`` splits it by device and
+    ``parallel_time_s`` is the longest device's (devices run in parallel).
+
     ``chip`` prices the same launches for another generation after the fact ("v4", "v5e",
     "v5p", "v6e", "v7"), as running under ``TORCHTPU_CHIP`` would; ``launch_us`` sets the cost
     of one launch (default: the chip's, from ``TORCHTPU_LAUNCH_US`` or 2 us). Launches of ops
@@ -88,6 +91,10 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
         # The term that dominates the whole run: MXU, VPU, HBM, or the launch costs.
         "bottleneck": max(terms, key=terms.get) if seconds else "",
         "priced_as_native": r["priced_as_native"],
+        # Per device: devices run in parallel, so a step on several devices takes the longest
+        # device's time (collectives between them are not modelled yet: the multi-chip issue).
+        "device_time_per_device_s": dict(r["device_seconds"]),
+        "parallel_time_s": max(r["device_seconds"].values(), default=0.0),
         "priced_as_native_ops": dict(r["priced_as_native_ops"]),
     }
 

@@ -145,6 +145,9 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
     out.op_mxu_s[op] = p.mxu_s;
   }
   out.priced_as_native_ops = totals.priced_as_native;
+  for (const auto& [device, p] : totals.per_device) {
+    out.device_seconds[device] = p.busy_s + double(p.launches) * out.launch_seconds;
+  }
   return out;
 }
 

@@ -126,6 +126,7 @@ struct PricedRun {
   std::map<std::string, int64_t> op_launches;
   std::map<std::string, double> op_flops, op_hbm_bytes, op_mxu_s;
   std::map<std::string, int64_t> priced_as_native_ops;
+  std::map<int, double> device_seconds;  // per device (devices run in parallel)
 };
 PricedRun price_run(const std::string& chip, double launch_us);
 

@@ -322,6 +322,7 @@ PYBIND11_MODULE(_C, m) {
     d["op_hbm_bytes"] = r.op_hbm_bytes;
     d["op_mxu_s"] = r.op_mxu_s;
     d["priced_as_native_ops"] = r.priced_as_native_ops;
+    d["device_seconds"] = r.device_seconds;
     return d;
   });
 

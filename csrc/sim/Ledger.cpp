@@ -56,17 +56,25 @@ constexpr size_t kMaxEntries = 100000;
 
 struct Key {
   uint32_t op;
+  int32_t device;  // the device the launch ran on (devices run in parallel)
   Work work;
   size_t hash;
-  bool operator==(const Key& o) const { return op == o.op && hash == o.hash && work == o.work; }
+  bool operator==(const Key& o) const {
+    return op == o.op && device == o.device && hash == o.hash && work == o.work;
+  }
 };
+
+// Folded totals are kept per (op, device).
+uint64_t op_device(uint32_t op, int32_t device) {
+  return (uint64_t(op) << 32) | uint32_t(device);
+}
 
 struct KeyHash {
   size_t operator()(const Key& k) const { return k.hash; }
 };
 
-size_t hash_of(uint32_t op, const Work& w) {
-  size_t h = c10::hash_combine(op, std::hash<double>()(w.vpu_units));
+size_t hash_of(uint32_t op, int32_t device, const Work& w) {
+  size_t h = c10::hash_combine(op_device(op, device), std::hash<double>()(w.vpu_units));
   h = c10::hash_combine(h, std::hash<double>()(w.hbm_bytes));
   h = c10::hash_combine(h, std::hash<int64_t>()(w.launches) * 2 + (w.priced_as_native ? 1 : 0));
   for (const MatmulWork& m : w.matmuls) {
@@ -102,8 +110,8 @@ Names& names() {
   return *n;
 }
 
-// Per-chip totals of folded entries, by op index.
-using Folded = std::unordered_map<std::string, std::unordered_map<uint32_t, Priced>>;
+// Per-chip totals of folded entries, by op_device().
+using Folded = std::unordered_map<std::string, std::unordered_map<uint64_t, Priced>>;
 
 struct Table {
   std::mutex mutex;
@@ -116,7 +124,9 @@ void fold(Table& t) {
   for (const auto& chip : runtime::all_chips()) {
     const CostModel model(chip, CostOptions::from_environment(chip.name));
     auto& per_op = t.folded[chip.name];
-    for (const auto& [key, count] : t.counts) per_op[key.op].add(model.price(key.work), count);
+    for (const auto& [key, count] : t.counts) {
+      per_op[op_device(key.op, key.device)].add(model.price(key.work), count);
+    }
   }
   t.counts.clear();
 }
@@ -202,7 +212,8 @@ void trace(const std::string& op, const Estimate& e) {
 void ledger_add(const std::string& op, const Estimate& e) {
   ThreadTable& t = thread_table();
   const uint32_t index = t.op(op);
-  Key key{index, e.work, hash_of(index, e.work)};
+  const int32_t device = runtime::current_device();
+  Key key{index, device, e.work, hash_of(index, device, e.work)};
   {
     std::lock_guard<std::mutex> lock(t.table->mutex);
     t.table->counts[std::move(key)] += 1;
@@ -213,18 +224,18 @@ void ledger_add(const std::string& op, const Estimate& e) {
 
 LedgerTotals ledger_totals(const runtime::ChipSpec& chip) {
   const CostModel model(chip, CostOptions::from_environment(chip.name));
-  std::unordered_map<uint32_t, Priced> per_op;
+  std::unordered_map<uint64_t, Priced> per_op;  // by op_device()
   std::unordered_map<uint32_t, int64_t> native;
   auto add_table = [&](Table& t) {
     std::lock_guard<std::mutex> lock(t.mutex);
     for (const auto& [key, count] : t.counts) {
-      per_op[key.op].add(model.price(key.work), count);
+      per_op[op_device(key.op, key.device)].add(model.price(key.work), count);
       if (key.work.priced_as_native) native[key.op] += count * key.work.launches;
     }
     if (auto it = t.folded.find(chip.name); it != t.folded.end()) {
       for (const auto& [op, priced] : it->second) {
         per_op[op] += priced;
-        if (priced.priced_as_native > 0) native[op] += priced.priced_as_native;
+        if (priced.priced_as_native > 0) native[uint32_t(op >> 32)] += priced.priced_as_native;
       }
     } else if (!t.folded.empty()) {
       TORCH_CHECK(false, "The ledger of this run was folded for the known chips only (it holds "
@@ -239,9 +250,10 @@ LedgerTotals ledger_totals(const runtime::ChipSpec& chip) {
     for (auto& t : r.tables) add_table(*t);
   }
   LedgerTotals out;
-  for (auto& [op, priced] : per_op) {
+  for (auto& [op_dev, priced] : per_op) {
     out.all += priced;
-    out.per_op.emplace(names().name(op), priced);
+    out.per_op[names().name(uint32_t(op_dev >> 32))] += priced;
+    out.per_device[int32_t(uint32_t(op_dev))] += priced;
   }
   for (auto& [op, n] : native) out.priced_as_native.emplace(names().name(op), n);
   return out;

@@ -40,6 +40,7 @@ struct Priced {
 struct LedgerTotals {
   Priced all;
   std::map<std::string, Priced> per_op;
+  std::map<int, Priced> per_device;  // the devices run in parallel
   // Ops run through a host fallback, priced as if native: name -> launches.
   std::map<std::string, int64_t> priced_as_native;
 };

@@ -381,3 +381,21 @@ def test_memory_summary_tells_the_allocators_figures():
     assert f"{allocated / 2**20:.2f} MiB" in line
     assert len(torch.tpu.memory_summary(abbreviated=True).splitlines()) < len(text.splitlines())
     del x
+
+
+def test_devices_run_in_parallel_in_the_estimate():
+    a = {d: torch.randn(512, 512, device=f"tpu:{d}") for d in (0, 1)}
+    torch.tpu.synchronize(0)
+    torch.tpu.synchronize(1)
+    torchtpu.metrics.reset()
+    for d in (0, 1):
+        with torch.tpu.device(d):
+            (a[d] @ a[d]).sum().item()
+    with torch.tpu.device(0):
+        (a[0] @ a[0]).sum().item()
+    est = torchtpu.metrics.estimate()
+    per = est["device_time_per_device_s"]
+    assert set(per) == {0, 1}
+    assert per[0] == pytest.approx(2 * per[1], rel=1e-9)
+    assert est["parallel_time_s"] == per[0]
+    assert est["device_time_s"] == pytest.approx(per[0] + per[1], rel=1e-9)
