@@ -115,25 +115,6 @@ namespace {
               "without the dry run to compute values.");
 }
 
-// For each return of the schema, the argument it writes (in-place and out= ops), or -1.
-std::vector<int> written_arguments(const c10::FunctionSchema& schema) {
-  std::vector<int> out;
-  for (const auto& ret : schema.returns()) {
-    int found = -1;
-    if (ret.alias_info() != nullptr && ret.alias_info()->isWrite()) {
-      for (size_t i = 0; i < schema.arguments().size(); ++i) {
-        const auto* info = schema.arguments()[i].alias_info();
-        if (info != nullptr && info->isWrite() &&
-            info->beforeSets() == ret.alias_info()->beforeSets()) {
-          found = static_cast<int>(i);
-        }
-      }
-    }
-    out.push_back(found);
-  }
-  return out;
-}
-
 // A TPU tensor for a meta result: new dry memory with its geometry.
 at::Tensor dry_result(const at::Tensor& meta, c10::Device device) {
   if (!meta.defined()) return meta;
@@ -226,7 +207,7 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   }
   TORCH_CHECK(meta.size() == schema.returns().size(), "dry run: '", name, "' returned ",
               meta.size(), " values for ", schema.returns().size(), " returns");
-  const std::vector<int> written = written_arguments(schema);
+  const std::vector<int> written = returned_arguments(schema);
   torch::jit::Stack results;
   std::vector<at::Tensor> charged;  // the arguments and the new results
   for (const c10::IValue& a : args) {

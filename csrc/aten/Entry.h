@@ -27,6 +27,8 @@ namespace torchtpu::aten {
 
 // "aten::add.out": the op's schema name with its overload.
 std::string op_name(const c10::OperatorHandle& op);
+// For each return of the schema, the argument it writes (in-place and out= ops), or -1.
+std::vector<int> returned_arguments(const c10::FunctionSchema& schema);
 
 // What an op is, as far as deferring it goes.
 enum class Capture {

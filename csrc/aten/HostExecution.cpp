@@ -177,24 +177,6 @@ bool has_generator_argument(const c10::FunctionSchema& schema) {
   return false;
 }
 
-// For each return, the argument it aliases (in-place and out= ops), or -1.
-std::vector<int> returned_arguments(const c10::FunctionSchema& schema) {
-  std::vector<int> out;
-  for (const auto& ret : schema.returns()) {
-    int found = -1;
-    if (ret.alias_info() != nullptr && ret.alias_info()->isWrite()) {
-      for (size_t i = 0; i < schema.arguments().size(); ++i) {
-        const auto* info = schema.arguments()[i].alias_info();
-        if (info != nullptr && info->isWrite() &&
-            info->beforeSets() == ret.alias_info()->beforeSets()) {
-          found = static_cast<int>(i);
-        }
-      }
-    }
-    out.push_back(found);
-  }
-  return out;
-}
 
 // An out= op is enqueued only when its out tensors are non-empty tensors: PyTorch's generic
 // kernels for the functional and in-place forms hand over outputs already sized by the op's
@@ -426,6 +408,24 @@ bool returns_new_tensors(const c10::FunctionSchema& schema) {
 }
 
 }  // namespace
+
+std::vector<int> returned_arguments(const c10::FunctionSchema& schema) {
+  std::vector<int> out;
+  for (const auto& ret : schema.returns()) {
+    int found = -1;
+    if (ret.alias_info() != nullptr && ret.alias_info()->isWrite()) {
+      for (size_t i = 0; i < schema.arguments().size(); ++i) {
+        const auto* info = schema.arguments()[i].alias_info();
+        if (info != nullptr && info->isWrite() &&
+            info->beforeSets() == ret.alias_info()->beforeSets()) {
+          found = static_cast<int>(i);
+        }
+      }
+    }
+    out.push_back(found);
+  }
+  return out;
+}
 
 void charge_vpu_op(const std::string& name, const OpTraits& traits,
                    const std::vector<at::Tensor>& tensors) {

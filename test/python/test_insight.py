@@ -399,3 +399,13 @@ def test_devices_run_in_parallel_in_the_estimate():
     assert per[0] == pytest.approx(2 * per[1], rel=1e-9)
     assert est["parallel_time_s"] == per[0]
     assert est["device_time_s"] == pytest.approx(per[0] + per[1], rel=1e-9)
+
+
+def test_the_estimate_example_runs(tmp_path):
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "estimate_chips.py")
+    proc = subprocess.run([sys.executable, example, "--trace", str(tmp_path / "t.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "1.21B parameters" in proc.stdout and "fits in 16 GiB" in proc.stdout
+    trace = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert any(e.get("cat") == "kernel" for e in trace)
