@@ -94,6 +94,11 @@ class TpuSession final : public libkineto::IActivityProfilerSession {
       kernel.addMetadataQuoted("hbm bytes", std::to_string(e.hbm_bytes));
       kernel.addMetadataQuoted("queued us", std::to_string(double(start - e.issued_ns) * 1e-3));
       if (e.priced_as_native) kernel.addMetadataQuoted("host fallback", "priced as if native");
+      // The host time the simulator took for the work on this machine (measured).
+      const int64_t host_ns = e.host_ns ? e.host_ns->load() : -1;
+      kernel.addMetadataQuoted("host us (measured, this machine)",
+                               host_ns >= 0 ? std::to_string(double(host_ns) * 1e-3)
+                                            : std::string("not measured (ran inline)"));
       kernel.log(logger);
 
       if (e.correlation != 0) {

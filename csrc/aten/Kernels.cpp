@@ -14,6 +14,7 @@
 #include "runtime/Generator.h"
 #include "runtime/Metrics.h"
 #include "sim/CostModel.h"
+#include "sim/Ledger.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
@@ -50,6 +51,7 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 
 namespace torchtpu::aten {
@@ -111,6 +113,19 @@ LaunchNote::~LaunchNote() { t_launch_note = std::move(previous_); }
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results) {
+  if (sim::tracing()) {
+    // torch.profiler records the device: the launch's event (traced when it was charged, under
+    // the same name) gets the host time its work takes on this machine as an annotation.
+    if (auto slot = sim::take_host_time_slot(op)) {
+      work = [work = std::move(work), slot = std::move(slot)] {
+        const auto start = std::chrono::steady_clock::now();
+        work();
+        slot->store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+      };
+    }
+  }
   if (!t_launch_note.empty()) op += t_launch_note;
   if (runtime::asynchronous()) {
     if (runtime::check_nans() && !results.empty()) {

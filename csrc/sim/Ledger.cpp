@@ -187,6 +187,9 @@ std::atomic<bool> g_tracing{false};
 std::mutex g_trace_mutex;
 std::vector<TraceEvent> g_trace;
 thread_local std::vector<uint64_t> tls_correlation;
+// The last traced launch of this thread, until aten::launch takes its host-time slot.
+thread_local std::string tls_last_traced;
+thread_local std::shared_ptr<std::atomic<int64_t>> tls_last_slot;
 
 void trace(const std::string& op, const Estimate& e) {
   TraceEvent ev;
@@ -203,6 +206,9 @@ void trace(const std::string& op, const Estimate& e) {
   ev.hbm_bytes = e.hbm_bytes;
   ev.launches = e.launches;
   ev.priced_as_native = e.work.priced_as_native;
+  ev.host_ns = std::make_shared<std::atomic<int64_t>>(-1);
+  tls_last_traced = op;
+  tls_last_slot = ev.host_ns;
   std::lock_guard<std::mutex> lock(g_trace_mutex);
   g_trace.push_back(std::move(ev));
 }
@@ -279,6 +285,13 @@ std::vector<TraceEvent> take_trace() {
   std::vector<TraceEvent> out;
   out.swap(g_trace);
   return out;
+}
+
+std::shared_ptr<std::atomic<int64_t>> take_host_time_slot(const std::string& name) {
+  std::shared_ptr<std::atomic<int64_t>> slot = std::move(tls_last_slot);
+  tls_last_slot = nullptr;
+  if (!slot || tls_last_traced != name) return nullptr;
+  return slot;
 }
 
 void push_correlation(uint64_t id) { tls_correlation.push_back(id); }

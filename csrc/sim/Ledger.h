@@ -14,7 +14,9 @@
 // estimated duration on the simulated chip.
 #include "sim/CostModel.h"
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <map>
 #include <string>
 #include <vector>
@@ -64,7 +66,14 @@ struct TraceEvent {
   double flops = 0, hbm_bytes = 0;
   int64_t launches = 1;
   bool priced_as_native = false;
+  // The measured host time (ns) of the launch's work on this machine, filled in when it has
+  // run (-1 until then, or when the work ran inline).
+  std::shared_ptr<std::atomic<int64_t>> host_ns;
 };
+
+// The host-time slot of the last launch traced on this thread, if it was charged as `name`
+// (aten::launch fills it when the work runs); null otherwise. Taking it clears it.
+std::shared_ptr<std::atomic<int64_t>> take_host_time_slot(const std::string& name);
 
 // Starts or stops appending launches to the trace (stopping keeps what was traced).
 void set_tracing(bool on);
