@@ -39,6 +39,9 @@ from . import _meta_kernels  # noqa: E402
 _meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 
 _inductor_route.install()  # torch.compile(model) on "tpu": backend "tpu" (docs/compiled-mode.md)
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.register()  # c10d backend "tpu_dist", the default of device "tpu" (docs/distributed.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,

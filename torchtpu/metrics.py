@@ -69,7 +69,7 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     r = _price(chip, launch_us)
     spec = next(c for c in _C.all_chips() if c["name"] == r["chip"])
     seconds, flops, hbm, mxu_flops = r["seconds"], r["flops"], r["hbm_bytes"], r["mxu_flops"]
-    terms = {"mxu": r["mxu_s"], "vpu": r["vpu_s"], "hbm": r["hbm_s"],
+    terms = {"mxu": r["mxu_s"], "vpu": r["vpu_s"], "hbm": r["hbm_s"], "ici": r["ici_s"],
              "launch": r["launches"] * r["launch_seconds"]}
     return {
         "chip": r["chip"],
@@ -77,6 +77,7 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
         "mxu_time_s": r["mxu_s"],
         "vpu_time_s": r["vpu_s"],
         "hbm_time_s": r["hbm_s"],
+        "ici_time_s": r["ici_s"],
         "launch_time_s": terms["launch"],
         "launch_us": r["launch_seconds"] * 1e6,
         "launches": r["launches"],

@@ -1,6 +1,7 @@
 // The bindings' controls (api/Control.h) over the layers below.
 #include "api/Control.h"
 
+#include "aten/DryRun.h"
 #include "aten/Fallback.h"
 #include "defer/Defer.h"
 #include "defer/Program.h"
@@ -16,6 +17,8 @@
 #include "sim/Ledger.h"
 #include "sim/Mxu.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 
 namespace torchtpu::api {
@@ -103,6 +106,36 @@ MemoryState memory_state() {
   return out;
 }
 
+at::Tensor host_view(const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_privateuseone(), "host_view: expected a tpu tensor, got ",
+              t.device());
+  const c10::DeviceGuard guard(t.device());
+  runtime::materialize_deferred_work(runtime::FlushReason::host_read);
+  runtime::synchronize_device(t.device().index());
+  aten::check_has_values(t, "A collective");
+  if (t.numel() == 0) return at::empty(t.sizes(), t.options().device(at::kCPU));
+  return at::from_blob(
+      t.data_ptr(), t.sizes(), t.strides(), [keep = t.storage()](void*) mutable { keep = {}; },
+      t.options().device(at::kCPU));
+}
+
+void charge_collective(const std::string& kind, double bytes, int64_t chips) {
+  static const std::map<std::string, sim::CollectiveKind> kinds = {
+      {"all_reduce", sim::CollectiveKind::all_reduce},
+      {"all_gather", sim::CollectiveKind::all_gather},
+      {"reduce_scatter", sim::CollectiveKind::reduce_scatter},
+      {"all_to_all", sim::CollectiveKind::all_to_all},
+      {"broadcast", sim::CollectiveKind::broadcast},
+      {"reduce", sim::CollectiveKind::reduce},
+      {"send_recv", sim::CollectiveKind::send_recv},
+      {"barrier", sim::CollectiveKind::barrier}};
+  const auto it = kinds.find(kind);
+  TORCH_CHECK(it != kinds.end(), "unknown collective kind '", kind, "'");
+  sim::record("c10d::" + kind, sim::cost_model().collective(it->second, bytes, chips));
+  runtime::metrics::count("collectives." + kind);
+  runtime::metrics::count("collectives." + kind + "_bytes", static_cast<int64_t>(bytes));
+}
+
 void set_dry_run(bool on) {
   if (on && !runtime::dry_run()) {
     // What fused eager recorded runs first (with values); a dry run records nothing.
@@ -129,6 +162,8 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
   out.mxu_s = a.mxu_s;
   out.vpu_s = a.vpu_s;
   out.hbm_s = a.hbm_s;
+  out.ici_s = a.ici_s;
+  out.bound_ici = a.bound_ici;
   out.flops = a.flops;
   out.mxu_flops = a.mxu_flops;
   out.hbm_bytes = a.hbm_bytes;

@@ -105,6 +105,15 @@ struct MemoryState {
 };
 MemoryState memory_state();
 
+// A CPU tensor over the memory of a TPU tensor (same sizes, strides, offset; device memory is host
+// memory), keeping its storage alive, after the work queued on its device has run (and, in fused
+// eager, after its storage has memory): what the collective backend hands to Gloo
+// (torchtpu/distributed.py). Raises for a dry run's tensor.
+at::Tensor host_view(const at::Tensor& tensor);
+// Charges a collective to the cost model: `kind` ("all_reduce", "all_gather", ...), the bytes of
+// the whole (gathered) array, the number of chips in the group (sim/Collectives.h).
+void charge_collective(const std::string& kind, double bytes, int64_t chips);
+
 // Dry runs (docs/insight.md): tensors without values, ops charged without running.
 void set_dry_run(bool on);
 bool dry_run();
@@ -119,9 +128,10 @@ double launch_seconds();
 struct PricedRun {
   std::string chip;
   double launch_seconds = 0;  // the launch cost used
-  double seconds = 0, busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0;
+  double seconds = 0, busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0;
   double flops = 0, mxu_flops = 0, hbm_bytes = 0;
-  int64_t launches = 0, bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, priced_as_native = 0;
+  int64_t launches = 0, bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, bound_ici = 0;
+  int64_t priced_as_native = 0;
   std::map<std::string, double> op_seconds;         // per op, launch costs included
   std::map<std::string, int64_t> op_launches;
   std::map<std::string, double> op_flops, op_hbm_bytes, op_mxu_s;

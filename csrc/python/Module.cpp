@@ -297,6 +297,10 @@ PYBIND11_MODULE(_C, m) {
     api::record_memory_history(on, max_entries);
   });
   m.def("memory_snapshot", [] { return memory_snapshot_dict(); });
+  m.def("host_view", [](const at::Tensor& t) { return api::host_view(t); });
+  m.def("charge_collective", [](const std::string& kind, double bytes, int64_t chips) {
+    api::charge_collective(kind, bytes, chips);
+  });
   m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
   m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {
@@ -309,12 +313,13 @@ PYBIND11_MODULE(_C, m) {
     d["mxu_s"] = r.mxu_s;
     d["vpu_s"] = r.vpu_s;
     d["hbm_s"] = r.hbm_s;
+    d["ici_s"] = r.ici_s;
     d["flops"] = r.flops;
     d["mxu_flops"] = r.mxu_flops;
     d["hbm_bytes"] = r.hbm_bytes;
     d["launches"] = r.launches;
     d["bound"] = std::map<std::string, int64_t>{
-        {"mxu", r.bound_mxu}, {"vpu", r.bound_vpu}, {"hbm", r.bound_hbm}};
+        {"mxu", r.bound_mxu}, {"vpu", r.bound_vpu}, {"hbm", r.bound_hbm}, {"ici", r.bound_ici}};
     d["priced_as_native"] = r.priced_as_native;
     d["op_seconds"] = r.op_seconds;
     d["op_launches"] = r.op_launches;

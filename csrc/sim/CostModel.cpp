@@ -18,9 +18,10 @@ int64_t sublanes(int element_bytes) { return 8 * std::max(1, 4 / std::max(1, ele
 
 }  // namespace
 
-double Estimate::seconds() const { return std::max({mxu_s, vpu_s, hbm_s}) + launch_s; }
+double Estimate::seconds() const { return std::max({mxu_s, vpu_s, hbm_s, ici_s}) + launch_s; }
 
 const char* Estimate::bound() const {
+  if (ici_s > 0 && ici_s >= std::max({mxu_s, vpu_s, hbm_s})) return "ici";
   if (mxu_s >= vpu_s && mxu_s >= hbm_s) return "mxu";
   return vpu_s >= hbm_s ? "vpu" : "hbm";
 }
@@ -31,6 +32,7 @@ Work& Work::operator+=(const Work& o) {
   hbm_bytes += o.hbm_bytes;
   launches += o.launches;
   priced_as_native = priced_as_native || o.priced_as_native;
+  if (o.collective.kind != CollectiveKind::none) collective = o.collective;
   return *this;
 }
 
@@ -38,6 +40,7 @@ Estimate& Estimate::operator+=(const Estimate& o) {
   mxu_s += o.mxu_s;
   vpu_s += o.vpu_s;
   hbm_s += o.hbm_s;
+  ici_s += o.ici_s;
   launch_s += o.launch_s;
   flops += o.flops;
   mxu_flops += o.mxu_flops;
@@ -155,10 +158,56 @@ Estimate CostModel::price(const Work& w) const {
   e.vpu_s = w.vpu_units / (clock_hz_ * chip_->tensor_cores);
   e.hbm_bytes = w.hbm_bytes;
   e.hbm_s = w.hbm_bytes / chip_->hbm_bytes_per_s;
+  e.ici_s = ici_seconds(w.collective);
   e.launches = w.launches;
   e.launch_s = double(w.launches) * options_.launch_seconds;
   e.work = w;
   return e;
+}
+
+// ICI. Per-link bandwidth W (bidirectional) and the latency of a hop, from "How to Scale Your
+// Model" (jax-ml.github.io/scaling-book, "How to Think About TPUs" and "Sharded Matrices"):
+// W = 9e10 B/s on v4 and v5e, 1.8e11 B/s on v5p, v6e and v7; about 1 us per hop. A group of N
+// chips is taken as one ring along a torus axis; with a wraparound link (an axis of 16 chips on
+// the 2-D tori of v5e and v6e, a full cube of 4 on the 3-D tori of v4, v5p and v7) data flows
+// both ways at W, otherwise one way at W / 2. For the whole array of V bytes (the book's
+// bidirectional-ring formulas, with the exact (N - 1) / N factor):
+//   all-gather, reduce-scatter, broadcast, reduce: (N - 1) / N * V / W'
+//   all-reduce (a reduce-scatter then an all-gather): 2 (N - 1) / N * V / W'
+//   all-to-all: V / (4 W')
+//   send / recv: V / W' (one hop); barrier: latency only
+// and never less than the hops' latency: N / 2 hops (N - 1 one way) of 1 us.
+double CostModel::ici_seconds(const CollectiveWork& c) const {
+  if (c.kind == CollectiveKind::none) return 0;
+  const bool wide_links = chip_->name == "v5p" || chip_->name == "v6e" || chip_->name == "v7";
+  const double link = wide_links ? 1.8e11 : 9e10;
+  const bool torus_3d = chip_->name == "v4" || chip_->name == "v5p" || chip_->name == "v7";
+  const int64_t n = std::max<int32_t>(c.chips, 1);
+  const bool wraparound = torus_3d ? n >= 4 : n >= 16;
+  const double w = wraparound ? link : link / 2;
+  const double hops = wraparound ? double(n) / 2 : double(n - 1);
+  const double latency = hops * 1e-6;
+  const double share = double(n - 1) / double(n);
+  double bandwidth_s = 0;
+  switch (c.kind) {
+    case CollectiveKind::all_reduce: bandwidth_s = 2 * share * c.bytes / w; break;
+    case CollectiveKind::all_gather:
+    case CollectiveKind::reduce_scatter:
+    case CollectiveKind::broadcast:
+    case CollectiveKind::reduce: bandwidth_s = share * c.bytes / w; break;
+    case CollectiveKind::all_to_all: bandwidth_s = c.bytes / (4 * w); break;
+    case CollectiveKind::send_recv: return c.bytes / w + 1e-6;
+    case CollectiveKind::barrier:
+    case CollectiveKind::none: break;
+  }
+  return n <= 1 ? 0 : std::max(latency, bandwidth_s);
+}
+
+Estimate CostModel::collective(CollectiveKind kind, double bytes, int64_t chips) const {
+  Work w;
+  w.collective = {kind, bytes, static_cast<int32_t>(chips)};
+  w.launches = 1;
+  return price(w);
 }
 
 Estimate CostModel::matmul(int64_t batch, int64_t M, int64_t K, int64_t N, int passes,

@@ -54,8 +54,24 @@ struct MatmulWork {
 // 8 x 128 elements, the emulation factor included), its tile-padded HBM bytes and how many
 // launches it is. The ledger keeps these, so a run can be priced for any chip afterwards
 // (sim/Ledger.h); CostModel::price turns one into an Estimate for its chip.
+// A collective over the chips of a slice (c10d through torchtpu.distributed): its kind, the
+// bytes of the whole (gathered / reduced) array, and the number of chips in the group.
+enum class CollectiveKind : uint8_t {
+  none = 0, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, send_recv,
+  barrier
+};
+struct CollectiveWork {
+  CollectiveKind kind = CollectiveKind::none;
+  double bytes = 0;
+  int32_t chips = 1;
+  bool operator==(const CollectiveWork& o) const {
+    return kind == o.kind && bytes == o.bytes && chips == o.chips;
+  }
+};
+
 struct Work {
   c10::SmallVector<MatmulWork, 1> matmuls;
+  CollectiveWork collective;  // a collective's launch (its ICI time)
   double vpu_units = 0;
   double hbm_bytes = 0;
   int64_t launches = 0;
@@ -63,13 +79,14 @@ struct Work {
   bool priced_as_native = false;
   bool operator==(const Work& o) const {
     return vpu_units == o.vpu_units && hbm_bytes == o.hbm_bytes && launches == o.launches &&
-           priced_as_native == o.priced_as_native && matmuls == o.matmuls;
+           priced_as_native == o.priced_as_native && matmuls == o.matmuls &&
+           collective == o.collective;
   }
   Work& operator+=(const Work& other);  // a region of several parts: everything adds up
 };
 
 struct Estimate {
-  double mxu_s = 0, vpu_s = 0, hbm_s = 0, launch_s = 0;
+  double mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0, launch_s = 0;
   double flops = 0;             // useful FLOPs (2MKN per matmul, x passes not included)
   double mxu_flops = 0;         // FLOPs the MXUs execute: padded shapes x passes
   double hbm_bytes = 0;         // tile-padded bytes moved
@@ -77,7 +94,7 @@ struct Estimate {
   Work work;                    // what was priced (the ledger re-prices it for other chips)
 
   double seconds() const;
-  // Which term bounds the launch: "mxu", "vpu" or "hbm".
+  // Which term bounds the launch: "mxu", "vpu", "hbm" or "ici".
   const char* bound() const;
   Estimate& operator+=(const Estimate& other);  // sums terms (for a region of several parts)
 };
@@ -123,6 +140,8 @@ class CostModel {
   // Element-wise / reduction work: `units` VPU cycles per vreg over `elements` (times the
   // emulation factor when `emulated`: float64 or complex).
   Estimate vector(int64_t elements, double units, double hbm_bytes, bool emulated = false) const;
+  // A collective over `chips` chips of a slice of this chip (sim/CostModel.cpp, "ICI").
+  Estimate collective(CollectiveKind kind, double bytes, int64_t chips) const;
   // VPU units of one op, emulated or not (a fused region adds up its ops' units).
   double units(double units, bool emulated) const {
     return emulated ? units * options_.emulation_factor : units;
@@ -134,6 +153,7 @@ class CostModel {
 
  private:
   double rate_factor(MxuRate rate) const;
+  double ici_seconds(const CollectiveWork& c) const;
   const runtime::ChipSpec* chip_;
   double clock_hz_;
   Options options_;

@@ -20,8 +20,9 @@ namespace torchtpu::sim {
 
 void Priced::add(const Estimate& e, int64_t count) {
   const double n = double(count);
-  busy_s += std::max({e.mxu_s, e.vpu_s, e.hbm_s}) * n;
+  busy_s += std::max({e.mxu_s, e.vpu_s, e.hbm_s, e.ici_s}) * n;
   mxu_s += e.mxu_s * n;
+  ici_s += e.ici_s * n;
   vpu_s += e.vpu_s * n;
   hbm_s += e.hbm_s * n;
   flops += e.flops * n;
@@ -29,7 +30,10 @@ void Priced::add(const Estimate& e, int64_t count) {
   hbm_bytes += e.hbm_bytes * n;
   launches += e.launches * count;
   const char* bound = e.bound();
-  (bound[0] == 'm' ? bound_mxu : bound[0] == 'v' ? bound_vpu : bound_hbm) += e.launches * count;
+  (bound[0] == 'm'   ? bound_mxu
+   : bound[0] == 'v' ? bound_vpu
+   : bound[0] == 'i' ? bound_ici
+                     : bound_hbm) += e.launches * count;
   if (e.work.priced_as_native) priced_as_native += e.launches * count;
 }
 
@@ -38,6 +42,7 @@ Priced& Priced::operator+=(const Priced& o) {
   mxu_s += o.mxu_s;
   vpu_s += o.vpu_s;
   hbm_s += o.hbm_s;
+  ici_s += o.ici_s;
   flops += o.flops;
   mxu_flops += o.mxu_flops;
   hbm_bytes += o.hbm_bytes;
@@ -45,6 +50,7 @@ Priced& Priced::operator+=(const Priced& o) {
   bound_mxu += o.bound_mxu;
   bound_vpu += o.bound_vpu;
   bound_hbm += o.bound_hbm;
+  bound_ici += o.bound_ici;
   priced_as_native += o.priced_as_native;
   return *this;
 }
@@ -77,6 +83,8 @@ size_t hash_of(uint32_t op, int32_t device, const Work& w) {
   size_t h = c10::hash_combine(op_device(op, device), std::hash<double>()(w.vpu_units));
   h = c10::hash_combine(h, std::hash<double>()(w.hbm_bytes));
   h = c10::hash_combine(h, std::hash<int64_t>()(w.launches) * 2 + (w.priced_as_native ? 1 : 0));
+  h = c10::hash_combine(h, static_cast<size_t>(w.collective.kind) * 1000003 +
+                              std::hash<double>()(w.collective.bytes) + size_t(w.collective.chips));
   for (const MatmulWork& m : w.matmuls) {
     h = c10::hash_combine(h, std::hash<int64_t>()(m.batch));
     h = c10::hash_combine(h, std::hash<int64_t>()(m.M));

@@ -30,10 +30,10 @@ void ledger_add(const std::string& op, const Estimate& estimate);
 // max of the MXU / VPU / HBM terms of each launch) so that a launch cost can be chosen when
 // reading: seconds = busy_s + launches x launch cost.
 struct Priced {
-  double busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0;
+  double busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0;
   double flops = 0, mxu_flops = 0, hbm_bytes = 0;
   int64_t launches = 0;
-  int64_t bound_mxu = 0, bound_vpu = 0, bound_hbm = 0;  // launches bounded by each term
+  int64_t bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, bound_ici = 0;  // launches bounded by each
   int64_t priced_as_native = 0;  // launches of fallback ops, priced as if native
   void add(const Estimate& e, int64_t count);
   Priced& operator+=(const Priced& o);

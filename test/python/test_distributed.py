@@ -1,0 +1,138 @@
+"""The c10d backend "tpu_dist" (docs/distributed.md): every collective against its definition
+at world sizes 2 and 4, DDP / FSDP2 / tensor parallel training equal to one CPU process on the
+whole batch, and the ICI cost model against the ring formulas. Ranks are separate processes,
+one simulated chip each, as torchrun would start them."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torchtpu
+
+CHILD = os.path.join(os.path.dirname(__file__), "distributed_child.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(scenario: str, size: int, tmp_path) -> list[dict]:
+    port = str(free_port())
+    paths = [tmp_path / f"rank{r}.json" for r in range(size)]
+    # (The ranks import the torchtpu this test imported.)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
+    procs = [subprocess.Popen([sys.executable, CHILD, scenario, str(r), str(size), port,
+                               str(paths[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for r in range(size)]
+    errors = []
+    for r, p in enumerate(procs):
+        try:
+            _, err = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+            errors.append(f"rank {r} timed out:\n{err[-3000:]}")
+            continue
+        if p.returncode != 0:
+            errors.append(f"rank {r} exited {p.returncode}:\n{err[-3000:]}")
+    assert not errors, "\n".join(errors)
+    return [json.loads(p.read_text()) for p in paths]
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_every_collective_matches_its_definition(size, tmp_path):
+    results = run_ranks("collectives", size, tmp_path)
+    ranks = range(size)
+    total = sum(r + 1 for r in ranks)
+    for rank, out in enumerate(results):
+        assert out["backend"] == "tpu_dist"
+        assert out["all_reduce_sum"] == [float(total)] * 4
+        assert out["all_reduce_avg"] == pytest.approx([total / size] * 3)
+        assert out["all_reduce_max"] == [float(size)] * 3
+        assert out["all_reduce_min"] == [1.0] * 3
+        prod = 1.0
+        for r in ranks:
+            prod *= r + 1
+        assert out["all_reduce_product"] == [prod] * 3
+        assert out["broadcast"] == [float(size - 1)] * 3
+        if rank == 0:
+            assert out["reduce"] == [float(total)] * 2
+        assert out["all_gather_into_tensor"] == [float(r) for r in ranks for _ in range(2)]
+        assert out["all_gather"] == [[float(r)] * 2 for r in ranks]
+        whole = [float(i) * total for i in range(2 * size)]
+        assert out["reduce_scatter_tensor"] == whole[2 * rank: 2 * rank + 2]
+        assert out["reduce_scatter"] == [float(sum(r + rank for r in ranks))] * 2
+        assert out["all_to_all_single"] == [float(10 * r + rank) for r in ranks]
+        assert out["all_to_all"] == [[float(10 * r + rank)] for r in ranks]
+        assert out["ring"] == [float((rank - 1) % size)] * 2
+        assert out["cpu_all_reduce"] == [float(size)] * 2
+        # Charged and counted: one launch per collective, ICI time for the slice.
+        assert out["counters"]["collectives.all_reduce"] >= 7
+        assert out["counters"]["collectives.all_gather_bytes"] > 0
+        assert out["ici_time_s"] > 0
+
+
+def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
+    sys.path.insert(0, os.path.dirname(__file__))
+    from distributed_child import batch, small_model
+
+    results = run_ranks("training", 2, tmp_path)
+    ref = small_model()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    x, y = batch()
+    for _ in range(3):
+        torch.nn.functional.mse_loss(ref(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    expected = [p.detach() for p in ref.parameters()]
+    kinds = ["ddp", "fsdp2", "tensor_parallel"]
+    if torchtpu.get_eager_mode() == "fused":
+        kinds.remove("fsdp2")  # a known gap in fused eager (distributed_child.py, docs/distributed.md)
+    for out in results:
+        assert sorted(k for k in kinds if k in out) == sorted(kinds)
+        for kind in kinds:
+            got = [torch.tensor(p) for p in out[kind]]
+            assert len(got) == len(expected)
+            for g, e in zip(got, expected):
+                torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6, msg=kind)
+
+
+@pytest.mark.parametrize("chip,chips,link,wraparound", [
+    ("v5e", 4, 9e10, False), ("v5e", 16, 9e10, True), ("v6e", 8, 1.8e11, False),
+    ("v5p", 4, 1.8e11, True), ("v4", 2, 9e10, False), ("v7", 64, 1.8e11, True)])
+def test_the_ici_model_is_the_ring_formula(chip, chips, link, wraparound):
+    """All-reduce and all-gather of 64 MiB: the bidirectional-ring formulas of "How to Scale
+    Your Model" with the per-link bandwidths it gives (one way at W / 2 without a wraparound
+    link), never below the latency of the hops (1 us each)."""
+    nbytes = 64 * 2**20
+    w = link if wraparound else link / 2
+    hops = chips / 2 if wraparound else chips - 1
+    share = (chips - 1) / chips
+    for kind, factor in (("all_reduce", 2), ("all_gather", 1)):
+        torchtpu.metrics.reset()
+        torchtpu._C.charge_collective(kind, float(nbytes), chips)
+        est = torchtpu.metrics.estimate(chip=chip)
+        expected = max(hops * 1e-6, factor * share * nbytes / w)
+        assert est["ici_time_s"] == pytest.approx(expected, rel=1e-9), kind
+        assert est["launches"] == 1 and est["launches_bound_by"] == {"ici": 1}
+
+
+@pytest.mark.parametrize("example", ["train_ddp.py", "train_fsdp.py"])
+def test_the_examples_train_under_torchrun(example):
+    if example == "train_fsdp.py" and torchtpu.get_eager_mode() == "fused":
+        pytest.skip("FSDP2 in fused eager: a known gap (docs/distributed.md)")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", example)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                           "--master-port", str(free_port()), path, "--steps", "5"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [l for l in proc.stdout.splitlines() if l.startswith("[rank ")]
+    assert len(reports) == 2 and all("ICI" in r for r in reports), proc.stdout
+    assert "on tpu:0" in reports[0] + reports[1] and "on tpu:1" in reports[0] + reports[1]

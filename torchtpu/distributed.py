@@ -1,0 +1,272 @@
+"""The c10d backend of the tpu device, ``"tpu_dist"`` (docs/distributed.md).
+
+Registered when torchtpu loads, for device type "tpu": ``init_process_group("tpu_dist")``,
+``init_process_group(device_id=torch.device("tpu", rank))`` and a plain
+``init_process_group()`` in a process that uses tpu tensors all take it.
+
+Data moves through Gloo, PyTorch's own CPU collective engine: device memory is host memory, so
+each tpu tensor is handed to Gloo as a CPU view of the same bytes (no staging copy), once the
+work queued on its device has run (and, in fused eager, once it has memory). CPU tensors go to
+Gloo as they are. Each collective is charged to the cost model as a launch of its own, for the
+ICI of the simulated chip (sim/CostModel.cpp, "ICI"), and counted in torchtpu.metrics
+("collectives.<kind>", "collectives.<kind>_bytes").
+
+Ops Gloo lacks are built from its own: AVG is a SUM divided by the group size; reduce-scatter is
+an all-reduce of the input whose own chunk is copied out.
+"""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import (
+    AllgatherOptions,
+    AllreduceCoalescedOptions,
+    AllreduceOptions,
+    AllToAllOptions,
+    BarrierOptions,
+    BroadcastOptions,
+    GatherOptions,
+    ProcessGroupGloo,
+    ReduceOptions,
+    ReduceScatterOptions,
+    ScatterOptions,
+    _create_work_from_future,
+)
+
+from . import _C
+
+BACKEND = "tpu_dist"
+
+
+def _nbytes(tensors) -> float:
+    return float(sum(t.numel() * t.element_size() for t in tensors))
+
+
+def _view(t: torch.Tensor) -> torch.Tensor:
+    """What Gloo gets for `t`: a CPU view of a tpu tensor's memory, a CPU tensor as it is."""
+    if t.device.type == "tpu":
+        return _C.host_view(t)
+    if t.device.type != "cpu":
+        raise ValueError(f"tpu_dist: tensors must be on a tpu device or the CPU, got {t.device}")
+    return t
+
+
+def _views(tensors):
+    return [_view(t) for t in tensors]
+
+
+def _done(result=None):
+    """A Work that has completed (for collectives finished here)."""
+    fut = torch.futures.Future()
+    fut.set_result(result)
+    return _create_work_from_future(fut)
+
+
+class TpuProcessGroup(dist.ProcessGroup):
+    """A process group over the tpu devices of several processes (one chip per rank)."""
+
+    def __init__(self, store, rank: int, size: int, timeout: timedelta):
+        super().__init__(rank, size)
+        self._gloo = ProcessGroupGloo(store, rank, size, timeout)
+        self._rank, self._size = rank, size
+        # What PyTorch asks of a group's per-device backends (bound devices, splitting, the
+        # default backend): Gloo's. Collectives themselves come to the methods below.
+        self._register_backend(torch.device("tpu"), dist.ProcessGroup.BackendType.CUSTOM,
+                               self._gloo)
+        self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO,
+                               self._gloo)
+
+    # -- identity
+    def getBackendName(self) -> str:  # noqa: N802 - PyTorch's name
+        return BACKEND
+
+    def size(self) -> int:
+        return self._size
+
+    def rank(self) -> int:
+        return self._rank
+
+    def __repr__(self) -> str:
+        return f"TpuProcessGroup(rank={self._rank}, size={self._size})"
+
+    # -- helpers
+    def _charge(self, kind: str, nbytes: float) -> None:
+        _C.charge_collective(kind, float(nbytes), self._size)
+
+    def _sum_op(self, op):
+        """Gloo has no AVG: a SUM, divided afterwards (returns the op for Gloo and whether to
+        divide)."""
+        if op == dist.ReduceOp.AVG:
+            return dist.ReduceOp.SUM, True
+        if op in (dist.ReduceOp.PREMUL_SUM,):
+            raise ValueError("tpu_dist: PREMUL_SUM is not supported; scale the tensor and use SUM")
+        return op, False
+
+    def _finish(self, work, divide_these=()):
+        if not divide_these:
+            return work
+        work.wait()
+        for t in divide_these:
+            t.div_(self._size)
+        return _done(list(divide_these))
+
+    # -- collectives
+    def allreduce(self, tensors, opts=AllreduceOptions()):
+        views = _views(tensors)
+        self._charge("all_reduce", _nbytes(tensors))
+        op, divide = self._sum_op(opts.reduceOp)
+        o = AllreduceOptions()
+        o.reduceOp = op
+        o.timeout = opts.timeout
+        return self._finish(self._gloo.allreduce(views, o), tensors if divide else ())
+
+    def allreduce_coalesced(self, tensors, opts=AllreduceCoalescedOptions()):
+        views = _views(tensors)
+        self._charge("all_reduce", _nbytes(tensors))
+        op, divide = self._sum_op(opts.reduceOp)
+        o = AllreduceCoalescedOptions()
+        o.reduceOp = op
+        o.timeout = opts.timeout
+        return self._finish(self._gloo.allreduce_coalesced(views, o), tensors if divide else ())
+
+    def broadcast(self, tensors, opts=BroadcastOptions()):
+        self._charge("broadcast", _nbytes(tensors))
+        return self._gloo.broadcast(_views(tensors), opts)
+
+    def reduce(self, tensors, opts=ReduceOptions()):
+        views = _views(tensors)
+        self._charge("reduce", _nbytes(tensors))
+        op, divide = self._sum_op(opts.reduceOp)
+        o = ReduceOptions()
+        o.reduceOp, o.rootRank, o.rootTensor, o.timeout = op, opts.rootRank, opts.rootTensor, opts.timeout
+        mine = tensors if divide and self._rank == opts.rootRank else ()
+        return self._finish(self._gloo.reduce(views, o), mine)
+
+    def allgather(self, output_tensors, input_tensors, opts=AllgatherOptions()):
+        self._charge("all_gather", _nbytes(input_tensors) * self._size)
+        return self._gloo.allgather([_views(o) for o in output_tensors], _views(input_tensors),
+                                    opts)
+
+    def all_gather_single(self, output, input, opts=AllgatherOptions()):
+        self._charge("all_gather", _nbytes([output]))
+        return self._gloo._allgather_base(_view(output), _view(input), opts)
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=AllgatherOptions()):
+        work = None
+        for out, inp in zip(outputs, inputs, strict=True):
+            work = self.all_gather_single(out, inp, opts)
+            work.wait()
+        return work if work is not None else _done()
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=ReduceScatterOptions()):
+        # Gloo's reduce-scatter: an all-reduce of this rank's inputs, then its own chunk.
+        self._charge("reduce_scatter", sum(_nbytes(ins) for ins in input_tensors))
+        op, divide = self._sum_op(opts.reduceOp)
+        for out, ins in zip(output_tensors, input_tensors, strict=True):
+            whole = torch.stack([i.to(out.device) for i in ins]) if ins else None
+            if whole is None:
+                continue
+            w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
+            w.wait()
+            out.copy_(whole[self._rank])
+            if divide:
+                out.div_(self._size)
+        return _done(output_tensors)
+
+    def reduce_scatter_single(self, output, input, opts=ReduceScatterOptions()):
+        self._charge("reduce_scatter", _nbytes([input]))
+        op, divide = self._sum_op(opts.reduceOp)
+        whole = input.clone()
+        w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
+        w.wait()
+        chunk = whole.reshape(self._size, -1)[self._rank].reshape(output.shape)
+        output.copy_(chunk)
+        if divide:
+            output.div_(self._size)
+        return _done([output])
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=ReduceScatterOptions()):
+        work = None
+        for out, inp in zip(outputs, inputs, strict=True):
+            work = self.reduce_scatter_single(out, inp, opts)
+        return work if work is not None else _done()
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes,
+                          opts=AllToAllOptions()):
+        self._charge("all_to_all", _nbytes([input]) * self._size)
+        return self._gloo.alltoall_base(_view(output), _view(input), output_split_sizes,
+                                        input_split_sizes, opts)
+
+    def alltoall(self, output_tensors, input_tensors, opts=AllToAllOptions()):
+        # (Gloo has no list all-to-all: one scatter per source rank.)
+        self._charge("all_to_all", _nbytes(input_tensors) * self._size)
+        outs = _views(output_tensors)
+        work = None
+        for src in range(self._size):
+            so = ScatterOptions()
+            so.rootRank = src
+            scatter_in = [_views(input_tensors)] if src == self._rank else []
+            work = self._gloo.scatter([outs[src]], scatter_in, so)
+            work.wait()
+        return work if work is not None else _done()
+
+    def gather(self, output_tensors, input_tensors, opts=GatherOptions()):
+        self._charge("all_gather", _nbytes(input_tensors) * self._size)
+        return self._gloo.gather([_views(o) for o in output_tensors], _views(input_tensors), opts)
+
+    def scatter(self, output_tensors, input_tensors, opts=ScatterOptions()):
+        self._charge("broadcast", _nbytes(output_tensors) * self._size)
+        return self._gloo.scatter(_views(output_tensors), [_views(i) for i in input_tensors], opts)
+
+    def barrier(self, opts=BarrierOptions()):
+        self._charge("barrier", 0.0)
+        return self._gloo.barrier(opts)
+
+    def send(self, tensors, dst_rank, tag=0):
+        self._charge("send_recv", _nbytes(tensors))
+        return self._gloo.send(_views(tensors), dst_rank, tag)
+
+    def recv(self, tensors, src_rank, tag=0):
+        return self._gloo.recv(_views(tensors), src_rank, tag)
+
+    def recv_anysource(self, tensors, tag=0):
+        return self._gloo.recv_anysource(_views(tensors), tag)
+
+    def allgather_coalesced(self, output_lists, input_tensors, opts=AllgatherOptions()):
+        work = None
+        for outs, inp in zip(output_lists, input_tensors, strict=True):
+            work = self.allgather([outs], [inp], opts)
+            work.wait()
+        return work if work is not None else _done()
+
+    # The names PyTorch's C++ callers use (the trampoline of ProcessGroup).
+    _allgather_base = all_gather_single
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+    _reduce_scatter_base = reduce_scatter_single
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+    alltoall_base = all_to_all_single
+
+
+def _allreduce_options(op) -> AllreduceOptions:
+    o = AllreduceOptions()
+    o.reduceOp = op
+    return o
+
+
+def _create(store, rank, size, timeout):
+    # One simulated chip per process: under torchrun (LOCAL_RANK set) a process still on tpu:0
+    # takes tpu:LOCAL_RANK (modulo the devices simulated).
+    local = os.environ.get("LOCAL_RANK")
+    if local is not None and torch.tpu.current_device() == 0:
+        torch.tpu.set_device(int(local) % torch.tpu.device_count())
+    return TpuProcessGroup(store, rank, size, timeout)
+
+
+def register() -> None:
+    """Registers "tpu_dist" as a c10d backend and the default one of device type "tpu"."""
+    if BACKEND in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend(BACKEND, _create, devices=["tpu"])
