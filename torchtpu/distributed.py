@@ -13,10 +13,16 @@ ICI of the simulated chip (sim/CostModel.cpp, "ICI"), and counted in torchtpu.me
 
 Ops Gloo lacks are built from its own: AVG is a SUM divided by the group size; reduce-scatter is
 an all-reduce of the input whose own chunk is copied out.
+
+Ranks that pass tensors of different shapes or dtypes to a collective would make Gloo abort the
+processes; each such collective first compares a small fingerprint of its tensors across ranks
+and raises a ValueError on every rank instead (TORCHTPU_DIST_CHECK=0 skips the check, one small
+all-gather per collective).
 """
 from __future__ import annotations
 
 import os
+import zlib
 from datetime import timedelta
 
 import torch
@@ -39,6 +45,7 @@ from torch._C._distributed_c10d import (
 from . import _C
 
 BACKEND = "tpu_dist"
+_CHECK = os.environ.get("TORCHTPU_DIST_CHECK", "1") != "0"
 
 
 def _nbytes(tensors) -> float:
@@ -96,6 +103,23 @@ class TpuProcessGroup(dist.ProcessGroup):
     def _charge(self, kind: str, nbytes: float) -> None:
         _C.charge_collective(kind, float(nbytes), self._size)
 
+    def _check_same(self, kind: str, tensors) -> None:
+        """Raises on every rank when the ranks' tensors differ in shape or dtype."""
+        if not _CHECK or self._size == 1:
+            return
+        described = [(str(t.dtype), tuple(t.shape)) for t in tensors]
+        # (crc32: Python's own hash of a string differs between processes.)
+        mine = torch.tensor([len(tensors), zlib.crc32(repr(described).encode())],
+                            dtype=torch.int64)
+        everyone = [torch.empty_like(mine) for _ in range(self._size)]
+        self._gloo.allgather([everyone], [mine]).wait()
+        differ = [r for r, fp in enumerate(everyone) if not torch.equal(fp, mine)]
+        if differ:
+            raise ValueError(
+                f"tpu_dist.{kind}: the ranks passed tensors of different shapes or dtypes; "
+                f"rank {self._rank} passed {described}, ranks {differ} passed others. Every "
+                f"rank must pass tensors of the same shapes and dtypes to this collective.")
+
     def _sum_op(self, op):
         """Gloo has no AVG: a SUM, divided afterwards (returns the op for Gloo and whether to
         divide)."""
@@ -116,6 +140,7 @@ class TpuProcessGroup(dist.ProcessGroup):
     # -- collectives
     def allreduce(self, tensors, opts=AllreduceOptions()):
         views = _views(tensors)
+        self._check_same("all_reduce", tensors)
         self._charge("all_reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
         o = AllreduceOptions()
@@ -125,6 +150,7 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def allreduce_coalesced(self, tensors, opts=AllreduceCoalescedOptions()):
         views = _views(tensors)
+        self._check_same("all_reduce", tensors)
         self._charge("all_reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
         o = AllreduceCoalescedOptions()
@@ -133,11 +159,13 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._finish(self._gloo.allreduce_coalesced(views, o), tensors if divide else ())
 
     def broadcast(self, tensors, opts=BroadcastOptions()):
+        self._check_same("broadcast", tensors)
         self._charge("broadcast", _nbytes(tensors))
         return self._gloo.broadcast(_views(tensors), opts)
 
     def reduce(self, tensors, opts=ReduceOptions()):
         views = _views(tensors)
+        self._check_same("reduce", tensors)
         self._charge("reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
         o = ReduceOptions()
@@ -146,11 +174,13 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._finish(self._gloo.reduce(views, o), mine)
 
     def allgather(self, output_tensors, input_tensors, opts=AllgatherOptions()):
+        self._check_same("all_gather", list(input_tensors) + [t for o in output_tensors for t in o])
         self._charge("all_gather", _nbytes(input_tensors) * self._size)
         return self._gloo.allgather([_views(o) for o in output_tensors], _views(input_tensors),
                                     opts)
 
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
+        self._check_same("all_gather_into_tensor", [output, input])
         self._charge("all_gather", _nbytes([output]))
         return self._gloo._allgather_base(_view(output), _view(input), opts)
 
@@ -177,6 +207,7 @@ class TpuProcessGroup(dist.ProcessGroup):
         return _done(output_tensors)
 
     def reduce_scatter_single(self, output, input, opts=ReduceScatterOptions()):
+        self._check_same("reduce_scatter_tensor", [output, input])
         self._charge("reduce_scatter", _nbytes([input]))
         op, divide = self._sum_op(opts.reduceOp)
         whole = input.clone()

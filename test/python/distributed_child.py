@@ -116,6 +116,28 @@ def training(rank, size, dev):
     return out
 
 
+def bad_input(rank, size, dev):
+    """Each mistake raises a clear error on every rank, and the group stays usable."""
+    out = {}
+    for name, make in (("shape", lambda: torch.ones(4 + rank, device=dev)),
+                       ("dtype", lambda: torch.ones(4, device=dev,
+                                                    dtype=torch.float32 if rank else torch.float64))):
+        try:
+            dist.all_reduce(make())
+            out[name] = "no error"
+        except ValueError as e:
+            out[name] = str(e)
+    ok = torch.ones(2, device=dev)
+    dist.all_reduce(ok)
+    out["after"] = ok.cpu().tolist()
+    try:
+        dist.all_reduce(torch.ones(2, device="meta"))
+        out["meta"] = "no error"
+    except (ValueError, RuntimeError) as e:
+        out["meta"] = str(e)
+    return out
+
+
 def main():
     scenario, rank, size, port, path = sys.argv[1:6]
     rank, size = int(rank), int(size)
@@ -125,8 +147,8 @@ def main():
     torch.tpu.set_device(rank)
     dist.init_process_group(device_id=dev)  # no backend named: the default of device "tpu"
     result = {"backend": dist.get_backend()}
-    result.update(collectives(rank, size, dev) if scenario == "collectives"
-                  else training(rank, size, dev))
+    scenarios = {"collectives": collectives, "training": training, "bad_input": bad_input}
+    result.update(scenarios[scenario](rank, size, dev))
     dist.destroy_process_group()
     with open(path, "w") as f:
         json.dump(result, f)

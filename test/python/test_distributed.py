@@ -103,6 +103,39 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
                 torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6, msg=kind)
 
 
+def test_mismatched_tensors_raise_on_every_rank_and_the_group_survives(tmp_path):
+    for rank, out in enumerate(run_ranks("bad_input", 2, tmp_path)):
+        for case in ("shape", "dtype"):
+            assert "ranks passed tensors of different shapes or dtypes" in out[case], out[case]
+            assert f"rank {rank} passed" in out[case]
+        assert out["after"] == [2.0, 2.0]
+        assert "tpu device or the CPU" in out["meta"] or "meta" in out["meta"]
+
+
+def test_a_rank_that_dies_makes_the_others_raise(tmp_path):
+    code = (
+        "import os, sys, datetime, torch, torch.distributed as dist, torchtpu\n"
+        "rank = int(sys.argv[1])\n"
+        "os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=sys.argv[2])\n"
+        "torch.tpu.set_device(rank)\n"
+        "dist.init_process_group('tpu_dist', rank=rank, world_size=2,\n"
+        "                        timeout=datetime.timedelta(seconds=20))\n"
+        "if rank == 1:\n"
+        "    os._exit(3)\n"
+        "try:\n"
+        "    dist.all_reduce(torch.ones(4, device='tpu:0'))\n"
+        "except RuntimeError as e:\n"
+        "    print('RAISED', str(e).splitlines()[0])\n")
+    port = str(free_port())
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(r), port], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(2)]
+    out0, _ = procs[0].communicate(timeout=120)
+    procs[1].communicate(timeout=120)
+    assert procs[1].returncode == 3
+    assert "RAISED" in out0, out0
+
+
 @pytest.mark.parametrize("chip,chips,link,wraparound", [
     ("v5e", 4, 9e10, False), ("v5e", 16, 9e10, True), ("v6e", 8, 1.8e11, False),
     ("v5p", 4, 1.8e11, True), ("v4", 2, 9e10, False), ("v7", 64, 1.8e11, True)])
