@@ -138,25 +138,22 @@ class TpuProcessGroup(dist.ProcessGroup):
         return _done(list(divide_these))
 
     # -- collectives
-    def allreduce(self, tensors, opts=AllreduceOptions()):
+    def _allreduce(self, gloo_fn, options_type, tensors, opts):
         views = _views(tensors)
         self._check_same("all_reduce", tensors)
         self._charge("all_reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
-        o = AllreduceOptions()
+        o = options_type()
         o.reduceOp = op
         o.timeout = opts.timeout
-        return self._finish(self._gloo.allreduce(views, o), tensors if divide else ())
+        return self._finish(gloo_fn(views, o), tensors if divide else ())
+
+    def allreduce(self, tensors, opts=AllreduceOptions()):
+        return self._allreduce(self._gloo.allreduce, AllreduceOptions, tensors, opts)
 
     def allreduce_coalesced(self, tensors, opts=AllreduceCoalescedOptions()):
-        views = _views(tensors)
-        self._check_same("all_reduce", tensors)
-        self._charge("all_reduce", _nbytes(tensors))
-        op, divide = self._sum_op(opts.reduceOp)
-        o = AllreduceCoalescedOptions()
-        o.reduceOp = op
-        o.timeout = opts.timeout
-        return self._finish(self._gloo.allreduce_coalesced(views, o), tensors if divide else ())
+        return self._allreduce(self._gloo.allreduce_coalesced, AllreduceCoalescedOptions,
+                               tensors, opts)
 
     def broadcast(self, tensors, opts=BroadcastOptions()):
         self._check_same("broadcast", tensors)

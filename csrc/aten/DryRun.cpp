@@ -22,26 +22,6 @@ at::Tensor to_meta(const at::Tensor& t) {
                                         std::nullopt, std::nullopt);
 }
 
-// Replaces every tensor among `values` (tensors, tensor lists, optional tensor lists) by f(t).
-template <typename F>
-void map_tensors(torch::jit::Stack& values, F&& f) {
-  for (c10::IValue& v : values) {
-    if (v.isTensor()) {
-      v = f(v.toTensor());
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : v.toTensorList()) list.push_back(f(t));
-      v = list;
-    } else if (v.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> list;
-      for (const auto& item : v.toOptionalTensorList()) {
-        const std::optional<at::Tensor> t = item;
-        list.push_back(t.has_value() ? std::optional<at::Tensor>(f(*t)) : std::nullopt);
-      }
-      v = list;
-    }
-  }
-}
 
 // Runs the op's meta kernel on `meta` (its arguments, TPU tensors already made meta), leaving
 // its returns there.
@@ -84,7 +64,7 @@ std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& o
                                                     std::string* why) {
   const size_t num_args = op.schema().arguments().size();
   torch::jit::Stack meta(stack.end() - num_args, stack.end());
-  map_tensors(meta, [](const at::Tensor& t) { return to_meta(t); });
+  map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
   try {
     call_meta(op, meta);
   } catch (const std::exception& e) {
@@ -192,7 +172,7 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   if (capture == Capture::fallback) note_fallback(name);
 
   torch::jit::Stack meta(args.begin(), args.end());
-  map_tensors(meta, [](const at::Tensor& t) { return to_meta(t); });
+  map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
   auto cannot_run = [&](const char* why) {
     TORCH_CHECK(false, "The operator '", name, "' cannot run in a dry run: its results cannot ",
                 "be known without values (its meta kernel: ", why, "). Run it outside ",

@@ -30,6 +30,29 @@ std::string op_name(const c10::OperatorHandle& op);
 // For each return of the schema, the argument it writes (in-place and out= ops), or -1.
 std::vector<int> returned_arguments(const c10::FunctionSchema& schema);
 
+// Applies `f` to every tensor slot among stack[base, base + count) (tensors, tensor lists,
+// optional tensor lists), replacing each tensor with what `f` returns.
+template <typename F>
+void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args, F&& f) {
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& slot = (*stack)[base + i];
+    if (slot.isTensor()) {
+      slot = f(slot.toTensor());
+    } else if (slot.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : slot.toTensorList()) list.push_back(f(t));
+      slot = list;
+    } else if (slot.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const auto& item : slot.toOptionalTensorList()) {
+        const std::optional<at::Tensor> t = item;
+        list.push_back(t.has_value() ? std::optional<at::Tensor>(f(*t)) : std::nullopt);
+      }
+      slot = list;
+    }
+  }
+}
+
 // What an op is, as far as deferring it goes.
 enum class Capture {
   factory,                // empty / empty_strided: the storage may be left pending

@@ -126,28 +126,6 @@ bool is_foreign_dtype(const at::Tensor& t) {
   return s == at::kDouble || at::isComplexType(s);
 }
 
-// Applies `f` to every tensor slot among stack[base, base + count) (tensors, tensor lists,
-// optional tensor lists), replacing each tensor with what `f` returns.
-template <typename F>
-void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args, F&& f) {
-  for (size_t i = 0; i < num_args; ++i) {
-    c10::IValue& slot = (*stack)[base + i];
-    if (slot.isTensor()) {
-      slot = f(slot.toTensor());
-    } else if (slot.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& t : slot.toTensorList()) list.push_back(f(t));
-      slot = list;
-    } else if (slot.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> list;
-      for (const auto& item : slot.toOptionalTensorList()) {
-        const std::optional<at::Tensor> t = item;
-        list.push_back(t.has_value() ? std::optional<at::Tensor>(f(*t)) : std::nullopt);
-      }
-      slot = list;
-    }
-  }
-}
 
 // What the cost model needs to know of an op's tensors.
 struct Footprint {
