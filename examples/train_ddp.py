@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -68,10 +69,12 @@ def main() -> None:
     est = torchtpu.metrics.estimate()
     coll = {k.split(".", 1)[1]: v for k, v in torchtpu.metrics.counters().items()
             if k.startswith("collectives.") and not k.endswith("_bytes")}
-    print(f"[rank {rank}/{size} on {dev}, {'FSDP2' if args.fsdp else 'DDP'}] loss {first:.4f} -> "
-          f"{last:.4f}; last step: collectives {coll}, estimated on "
-          f"{est['chip']} {est['device_time_s'] * 1e6:.1f} us (ICI {est['ici_time_s'] * 1e6:.1f} us)",
-          flush=True)
+    # One write of the whole line: the ranks share stdout, and under torchrun (unbuffered) a print()
+    # writes its text and its newline separately, so two ranks' lines could run together.
+    sys.stdout.write(f"[rank {rank}/{size} on {dev}, {'FSDP2' if args.fsdp else 'DDP'}] loss {first:.4f} -> "
+                     f"{last:.4f}; last step: collectives {coll}, estimated on "
+                     f"{est['chip']} {est['device_time_s'] * 1e6:.1f} us (ICI {est['ici_time_s'] * 1e6:.1f} us)\n")
+    sys.stdout.flush()
     ok = last < first
     dist.destroy_process_group()
     if not ok:

@@ -166,6 +166,8 @@ def test_the_examples_train_under_torchrun(example):
                            "--master-port", str(free_port()), path, "--steps", "5"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # Each rank writes its report in one write() (atomic on a pipe), so lines cannot interleave; a
+    # run-together pair would fail here, as it did before the example wrote its line in one call.
     reports = [l for l in proc.stdout.splitlines() if l.startswith("[rank ")]
     assert len(reports) == 2 and all("ICI" in r for r in reports), proc.stdout
     assert "on tpu:0" in reports[0] + reports[1] and "on tpu:1" in reports[0] + reports[1]
