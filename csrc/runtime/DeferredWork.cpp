@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 19> kPolicies = {{
+constexpr std::array<FlushPolicy, 20> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -19,6 +19,7 @@ constexpr std::array<FlushPolicy, 19> kPolicies = {{
     {"graph size limit", false, false},
     {"memory pressure", false, false},
     {"storage access", false, false},
+    {"storage resize", false, true},
     {"memory statistics", false, false},
     {"mode switch", false, true},
     {"explicit sync", false, true},

@@ -22,6 +22,7 @@ enum class FlushReason : uint8_t {
   graph_size_limit,
   memory_pressure,
   storage_access,
+  storage_resize,
   // synchronization points of the runtime and the API
   memory_statistics,
   mode_switch,

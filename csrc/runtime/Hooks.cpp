@@ -1,7 +1,9 @@
 // The PrivateUse1 hooks (generators, pointers, pinned memory, storage resize) and the generator.
 #include "runtime/Allocator.h"
+#include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
+#include "runtime/Stream.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/StorageImpl.h>
@@ -104,6 +106,13 @@ struct Hooks final : public at::PrivateUse1HooksInterface {
     TORCH_CHECK(impl->resizable(), "Trying to resize storage that is not resizable");
     const size_t old_bytes = impl->nbytes();
     c10::DeviceIndex device = storage.device().index();
+    // Recorded and queued ops reach their operands' memory through the StorageImpl when they
+    // run, so every op already issued runs first, against the old memory: fused eager's
+    // pending graph is flushed and the device's streams drained (FSDP2 frees and re-grows its
+    // unsharded parameters this way while the ops that read them are still pending; the
+    // flush is counted as the materialization "storage resize"). docs/design.md 3.1.
+    flush_deferred_work(FlushReason::storage_resize);
+    synchronize_device(device);
     c10::DataPtr fresh = allocator().allocate_on(device, new_bytes);
     if (old_bytes > 0 && new_bytes > 0) {
       std::memcpy(fresh.get(), impl->data(), std::min(old_bytes, new_bytes));

@@ -97,17 +97,13 @@ def training(rank, size, dev):
 
     ddp = steps(torch.nn.parallel.DistributedDataParallel(small_model().to(dev)), xs, ys)
     out["ddp"] = [p.detach().cpu().tolist() for p in ddp.module.parameters()]
-    if torchtpu.get_eager_mode() != "fused":
-        # (FSDP2 in fused eager: its unsharded parameters live in storages it frees and
-        # re-grows with storage().resize_(), which pending storages do not follow yet: known
-        # gap, docs/distributed.md.)
-        fsdp = small_model().to(dev)
-        for layer in fsdp:
-            if isinstance(layer, torch.nn.Linear):
-                fully_shard(layer)
-        fully_shard(fsdp)
-        steps(fsdp, xs, ys)
-        out["fsdp2"] = [p.full_tensor().detach().cpu().tolist() for p in fsdp.parameters()]
+    fsdp = small_model().to(dev)
+    for layer in fsdp:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer)
+    fully_shard(fsdp)
+    steps(fsdp, xs, ys)
+    out["fsdp2"] = [p.full_tensor().detach().cpu().tolist() for p in fsdp.parameters()]
     mesh = init_device_mesh("tpu", (size,))
     tp = parallelize_module(small_model().to(dev), mesh,
                             {"0": ColwiseParallel(), "2": RowwiseParallel()})

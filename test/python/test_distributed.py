@@ -92,8 +92,6 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
         opt.zero_grad()
     expected = [p.detach() for p in ref.parameters()]
     kinds = ["ddp", "fsdp2", "tensor_parallel"]
-    if torchtpu.get_eager_mode() == "fused":
-        kinds.remove("fsdp2")  # a known gap in fused eager (distributed_child.py, docs/distributed.md)
     for out in results:
         assert sorted(k for k in kinds if k in out) == sorted(kinds)
         for kind in kinds:
@@ -158,8 +156,6 @@ def test_the_ici_model_is_the_ring_formula(chip, chips, link, wraparound):
 
 @pytest.mark.parametrize("example", ["train_ddp.py", "train_fsdp.py"])
 def test_the_examples_train_under_torchrun(example):
-    if example == "train_fsdp.py" and torchtpu.get_eager_mode() == "fused":
-        pytest.skip("FSDP2 in fused eager: a known gap (docs/distributed.md)")
     path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", example)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",

@@ -219,6 +219,33 @@ def test_storage_access_to_a_tensor_not_computed_yet_materializes_it(mode):
         assert "storage access" in torchtpu.metrics.materializations()
 
 
+# 5b. FSDP2 frees its unsharded parameters with untyped_storage().resize_(0) while the matmuls
+# that read them are still pending (fused eager) or queued (strict eager), and re-grows them for
+# the next all-gather: the pending ops then ran against the freed storage ("data is not
+# allocated yet") or its new memory.
+@pytest.mark.parametrize("mode", MODES)
+def test_resizing_a_storage_that_pending_ops_read_runs_them_first(mode):
+    torchtpu.set_eager_mode(mode)
+    torchtpu.metrics.reset()
+    w_cpu, x_cpu = torch.randn(32, 32), torch.randn(8, 32)
+    w, x = w_cpu.to("tpu"), x_cpu.to("tpu")
+    y = x @ w                              # reads w's storage
+    z = torch.relu(y) + w.sum()
+    w.untyped_storage().resize_(0)         # freed before y and z are computed
+    w.untyped_storage().resize_(32 * 32 * 4)
+    w.copy_(torch.zeros(32, 32, device="tpu"))   # new values in the re-grown storage
+    v = x @ w
+    torch.testing.assert_close(y.cpu(), x_cpu @ w_cpu, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(z.cpu(), torch.relu(x_cpu @ w_cpu) + w_cpu.sum(), rtol=1e-2, atol=1e-2)
+    assert v.abs().max().item() == 0
+    # Growing keeps the old bytes, and a pending writer of the storage runs before the copy.
+    a = torch.ones(16, device="tpu") * 3
+    a.untyped_storage().resize_(128)
+    assert a.cpu().tolist() == [3.0] * 16
+    if mode == "fused":
+        assert "storage resize" in torchtpu.metrics.materializations()
+
+
 # 6. Fused eager dropped the errors of the ops it eliminated: an out-of-range id in an embedding
 # was never reported and its gradient silently dropped.
 @pytest.mark.parametrize("mode", MODES)

@@ -151,14 +151,34 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
                 note(error=f"queue-bound: {type(e).__name__}: {e}")
                 return
 
-    loads = os.environ.get("STRESS_LOADS", "compute,streams,statistics,switch,queue").split(",")
+    def resize_storage():
+        # FSDP2's pattern: a parameter's storage re-grown and filled, read by ops still
+        # pending or queued, then freed with resize_(0) before they ran.
+        shard = torch.randn(64, 64, generator=torch.Generator().manual_seed(seed + 1))
+        full = shard.to("tpu")
+        nbytes = full.untyped_storage().nbytes()
+        xs = x[:, :64].to("tpu")
+        ref = torch.relu(x[:, :64] @ shard).sum(0)
+        while not stop.is_set():
+            try:
+                full.untyped_storage().resize_(nbytes)
+                full.copy_(shard.to("tpu"))
+                out = torch.relu(xs @ full).sum(0)
+                full.untyped_storage().resize_(0)
+                note(wrong=not torch.allclose(out.cpu(), ref, rtol=2e-3, atol=2e-2), where="resize")
+            except Exception as e:  # noqa: BLE001
+                note(error=f"resize: {type(e).__name__}: {e}")
+                return
+
+    loads = os.environ.get("STRESS_LOADS", "compute,streams,statistics,switch,queue,resize").split(",")
     if not switching:
         loads = [name for name in loads if name != "switch"]
     threads = [threading.Thread(target=compute, args=(i,), daemon=True)
                for i in range(4 if "compute" in loads else 0)]
     threads += [threading.Thread(target=f, daemon=True)
                 for name, f in (("streams", producer_consumer), ("statistics", poll_statistics),
-                                ("switch", switch_modes), ("queue", queue_bound))
+                                ("switch", switch_modes), ("queue", queue_bound),
+                                ("resize", resize_storage))
                 if name in loads]
     for t in threads:
         t.start()
