@@ -188,6 +188,7 @@ class _TpuDeviceProperties:
     vpu_sublanes: int
     vpu_lanes: int
     source: str
+    physical_chip: int  # the host's chip behind this index (TPU_VISIBLE_CHIPS renumbers)
 
     def __repr__(self) -> str:
         return (
@@ -217,6 +218,7 @@ def get_device_properties(device: Any = None) -> _TpuDeviceProperties:
         vpu_sublanes=chip["vpu_sublanes"],
         vpu_lanes=chip["vpu_lanes"],
         source=chip["source"],
+        physical_chip=_C.physical_chip(idx),
     )
 
 

@@ -50,6 +50,10 @@ int init() {
 
 int device_count() { return runtime::device_count(); }
 
+int64_t physical_chip(int device) {
+  return runtime::physical_chip(static_cast<c10::DeviceIndex>(device));
+}
+
 std::string chip_name() { return runtime::current_chip().name; }
 
 int64_t hbm_capacity_bytes() { return runtime::hbm_capacity_bytes(); }

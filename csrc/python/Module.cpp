@@ -242,6 +242,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("device_count", [] { return device_count(); });
+  m.def("physical_chip", [](int device) { return physical_chip(device); });
   m.def("current_device", [] { return api::current_device(); });
   m.def("set_device", [](int index) { api::set_device(index); });
   m.def("exchange_device", [](int index) { return api::exchange_device(index); });

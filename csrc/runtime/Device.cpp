@@ -4,6 +4,11 @@
 #include "runtime/Env.h"
 #include "runtime/Log.h"
 
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
 namespace torchtpu::runtime {
 namespace {
 thread_local c10::DeviceIndex tls_current_device = 0;
@@ -11,22 +16,62 @@ constexpr int64_t kDefaultDevices = 4;
 constexpr int64_t kMaxDevices = 64;
 }  // namespace
 
-c10::DeviceIndex device_count() noexcept {
-  static const c10::DeviceIndex count = []() -> c10::DeviceIndex {
+namespace {
+
+// The chips of the host this process sees, in device-index order.
+const std::vector<int64_t>& visible_chips() noexcept {
+  static const std::vector<int64_t> chips = []() -> std::vector<int64_t> {
     try {
-      int64_t n = env::get_int("TORCHTPU_NUM_DEVICES").value_or(kDefaultDevices);
-      if (n < 0 || n > kMaxDevices) {
-        log::warn("TORCHTPU_NUM_DEVICES=" + std::to_string(n) + " is outside [0, " +
+      int64_t host = env::get_int("TORCHTPU_NUM_DEVICES").value_or(kDefaultDevices);
+      if (host < 0 || host > kMaxDevices) {
+        log::warn("TORCHTPU_NUM_DEVICES=" + std::to_string(host) + " is outside [0, " +
                   std::to_string(kMaxDevices) + "]; no TPU devices are available");
-        return 0;
+        return {};
       }
-      return static_cast<c10::DeviceIndex>(n);
+      std::vector<int64_t> chips;
+      auto visible = env::get("TPU_VISIBLE_CHIPS");
+      if (!visible || visible->empty()) {
+        for (int64_t i = 0; i < host; ++i) chips.push_back(i);
+        return chips;
+      }
+      std::stringstream list(*visible);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        size_t used = 0;
+        int64_t chip = -1;
+        try {
+          chip = std::stoll(item, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        const bool known = used > 0 && used == item.size() && chip >= 0 && chip < host;
+        if (!known || std::find(chips.begin(), chips.end(), chip) != chips.end()) {
+          log::warn("TPU_VISIBLE_CHIPS=" + *visible + ": '" + item + "' is " +
+                    (known ? "listed twice" : "not a chip of this host (0 to " +
+                                                  std::to_string(host - 1) + ")") +
+                    "; no TPU devices are available");
+          return {};
+        }
+        chips.push_back(chip);
+      }
+      return chips;
     } catch (const std::exception& e) {
       log::warn(std::string(e.what()) + "; no TPU devices are available");
-      return 0;
+      return {};
     }
   }();
-  return count;
+  return chips;
+}
+
+}  // namespace
+
+c10::DeviceIndex device_count() noexcept {
+  return static_cast<c10::DeviceIndex>(visible_chips().size());
+}
+
+int64_t physical_chip(c10::DeviceIndex index) {
+  check_device_index(index);
+  return visible_chips()[index];
 }
 
 void check_device_index(c10::DeviceIndex index) {
@@ -34,7 +79,8 @@ void check_device_index(c10::DeviceIndex index) {
               ": this process has ", int(device_count()), " simulated TPU device(s)",
               device_count() > 0 ? " (tpu:0 to tpu:" + std::to_string(device_count() - 1) + ")"
                                  : std::string(),
-              ". Set TORCHTPU_NUM_DEVICES before the first use of torchtpu to change the count.");
+              ". Set TORCHTPU_NUM_DEVICES (or TPU_VISIBLE_CHIPS) before the first use of torchtpu to "
+              "change the count.");
 }
 
 c10::DeviceIndex current_device() { return tls_current_device; }

@@ -6,9 +6,16 @@
 
 namespace torchtpu::runtime {
 
-// Number of simulated devices: TORCHTPU_NUM_DEVICES, default 4 (a single-host v5e slice,
-// v5litepod-4, has four chips). Read once. Never throws: a bad value logs and gives 0.
+// The simulated host has TORCHTPU_NUM_DEVICES chips, default 4 (a single-host v5e slice,
+// v5litepod-4, has four chips). TPU_VISIBLE_CHIPS (a comma-separated list of those chips, as
+// libtpu reads it) restricts the process to some of them, numbered from 0 in the list's order,
+// as CUDA_VISIBLE_DEVICES does. device_count() is the number this process sees. Read once.
+// Never throws: a bad value logs and gives 0.
 c10::DeviceIndex device_count() noexcept;
+
+// The host's chip behind a device index of this process (the index itself without
+// TPU_VISIBLE_CHIPS).
+int64_t physical_chip(c10::DeviceIndex index);
 
 // Raises a clear error for an index outside [0, device_count()).
 void check_device_index(c10::DeviceIndex index);

@@ -79,7 +79,7 @@ def collectives(rank, size, dev):
 
 def training(rank, size, dev):
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
                                                    parallelize_module)
 
@@ -97,18 +97,98 @@ def training(rank, size, dev):
 
     ddp = steps(torch.nn.parallel.DistributedDataParallel(small_model().to(dev)), xs, ys)
     out["ddp"] = [p.detach().cpu().tolist() for p in ddp.module.parameters()]
-    fsdp = small_model().to(dev)
-    for layer in fsdp:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer)
-    fully_shard(fsdp)
-    steps(fsdp, xs, ys)
-    out["fsdp2"] = [p.full_tensor().detach().cpu().tolist() for p in fsdp.parameters()]
+    # DDP with one small bucket per parameter, and no_sync(): gradients of two micro-batches
+    # accumulated locally, all-reduced once with the second.
+    acc = torch.nn.parallel.DistributedDataParallel(small_model().to(dev), bucket_cap_mb=0.0005)
+    opt = torch.optim.SGD(acc.parameters(), lr=0.1)
+    for _ in range(3):
+        first, second = xs.chunk(2), ys.chunk(2)
+        with acc.no_sync():
+            (torch.nn.functional.mse_loss(acc(first[0]), second[0]) / 2).backward()
+        (torch.nn.functional.mse_loss(acc(first[1]), second[1]) / 2).backward()
+        opt.step()
+        opt.zero_grad()
+    out["ddp_no_sync_buckets"] = [p.detach().cpu().tolist() for p in acc.module.parameters()]
+
+    def fsdp2(**kwargs):
+        m = small_model().to(dev)
+        for layer in m:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer, **kwargs)
+        fully_shard(m, **kwargs)
+        steps(m, xs, ys)
+        return [p.full_tensor().detach().float().cpu().tolist() for p in m.parameters()]
+
+    out["fsdp2"] = fsdp2()
+    out["fsdp2_no_reshard"] = fsdp2(reshard_after_forward=False)
+    out["fsdp2_bf16"] = fsdp2(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                                                              reduce_dtype=torch.float32))
     mesh = init_device_mesh("tpu", (size,))
     tp = parallelize_module(small_model().to(dev), mesh,
                             {"0": ColwiseParallel(), "2": RowwiseParallel()})
     steps(tp, x.to(dev), y.to(dev))  # tensor parallel: every rank sees the whole batch
     out["tensor_parallel"] = [p.full_tensor().detach().cpu().tolist() for p in tp.parameters()]
+    # DTensor placements: Shard -> Replicate (all-gather), Partial -> Replicate (all-reduce),
+    # Partial -> Shard (reduce-scatter), on the chips.
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+    whole = torch.arange(4.0 * size * 3).reshape(4 * size, 3)
+    sharded = distribute_tensor(whole.to(dev), mesh, [Shard(0)])
+    out["dtensor_local_device"] = str(sharded.to_local().device)
+    out["dtensor_local_rows"] = sharded.to_local().shape[0]
+    out["dtensor_replicated"] = sharded.redistribute(mesh, [Replicate()]).to_local().cpu().tolist()
+    partial = DTensor.from_local(torch.full((2 * size, 2), float(rank + 1), device=dev), mesh,
+                                 [Partial()])
+    out["dtensor_partial_to_replicate"] = partial.redistribute(mesh, [Replicate()]).to_local().cpu().tolist()
+    out["dtensor_partial_to_shard"] = partial.redistribute(mesh, [Shard(0)]).to_local().cpu().tolist()
+    out["dtensor_matmul"] = (sharded @ distribute_tensor(torch.ones(3, 2, device=dev), mesh,
+                                                         [Replicate()])).full_tensor().cpu().tolist()
+    return out
+
+
+def checkpoint(rank, size, dev, folder):
+    """FSDP2's sharded model and optimizer state saved with torch.distributed.checkpoint (each
+    rank writes its shards) and loaded into a fresh sharded model, which then trains on exactly
+    as the original does."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+    from torch.distributed.fsdp import fully_shard
+
+    x, y = batch()
+    xs, ys = x.chunk(size)[rank].to(dev), y.chunk(size)[rank].to(dev)
+
+    def sharded():
+        m = small_model().to(dev)
+        for layer in m:
+            if isinstance(layer, torch.nn.Linear):
+                fully_shard(layer)
+        fully_shard(m)
+        return m, torch.optim.AdamW(m.parameters(), lr=1e-2)
+
+    def step(m, opt):
+        torch.nn.functional.mse_loss(m(xs), ys).backward()
+        opt.step()
+        opt.zero_grad()
+
+    model, opt = sharded()
+    for _ in range(2):
+        step(model, opt)
+    msd, osd = get_state_dict(model, opt)
+    local = {k: v for k, v in msd.items()}
+    out = {"shard_devices": sorted({str(v.to_local().device) for v in local.values()})}
+    dcp.save({"model": msd, "optim": osd}, checkpoint_id=folder)
+
+    fresh, fresh_opt = sharded()  # different values: not trained
+    fsd, fosd = get_state_dict(fresh, fresh_opt)
+    state = {"model": fsd, "optim": fosd}
+    dcp.load(state, checkpoint_id=folder)
+    set_state_dict(fresh, fresh_opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    out["loaded_equal"] = all(torch.equal(a.full_tensor().cpu(), b.full_tensor().cpu())
+                              for a, b in zip(model.parameters(), fresh.parameters()))
+    step(model, opt)
+    step(fresh, fresh_opt)  # the optimizer state came back too: the next step is the same
+    out["next_step_equal"] = all(torch.equal(a.full_tensor().cpu(), b.full_tensor().cpu())
+                                 for a, b in zip(model.parameters(), fresh.parameters()))
+    out["files"] = sorted(os.listdir(folder))
     return out
 
 
@@ -139,11 +219,14 @@ def main():
     rank, size = int(rank), int(size)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank),
                       WORLD_SIZE=str(size))
-    dev = torch.device("tpu", rank)
-    torch.tpu.set_device(rank)
+    # rank -> chip; a process that sees one chip (TPU_VISIBLE_CHIPS=<rank>) has it as tpu:0
+    dev = torch.device("tpu", rank % torch.tpu.device_count())
+    torch.tpu.set_device(dev)
     dist.init_process_group(device_id=dev)  # no backend named: the default of device "tpu"
-    result = {"backend": dist.get_backend()}
-    scenarios = {"collectives": collectives, "training": training, "bad_input": bad_input}
+    result = {"backend": dist.get_backend(), "device": str(dev),
+              "physical_chip": torch.tpu.get_device_properties(dev).physical_chip}
+    scenarios = {"collectives": collectives, "training": training, "bad_input": bad_input,
+                 "checkpoint": lambda *a: checkpoint(*a, os.path.join(os.path.dirname(path), "ckpt"))}
     result.update(scenarios[scenario](rank, size, dev))
     dist.destroy_process_group()
     with open(path, "w") as f:

@@ -73,6 +73,30 @@ def test_chip_and_hbm_from_environment(tmp_path):
     assert out == ["v6e", "256", str(1 << 30), "2"]
 
 
+@pytest.mark.parametrize("visible,chips,warning", [
+    ("2,0", [2, 0], None), ("3", [3], None), ("", [0, 1, 2, 3], None),
+    ("0,0", [], "'0' is listed twice"), ("4", [], "'4' is not a chip of this host (0 to 3)"),
+    ("x", [], "'x' is not a chip of this host"),
+])
+def test_tpu_visible_chips_selects_and_renumbers_the_hosts_chips(visible, chips, warning):
+    from conftest import run_python
+
+    proc = run_python(
+        """
+        import torch, torchtpu
+        n = torch.tpu.device_count()
+        print([torch.tpu.get_device_properties(i).physical_chip for i in range(n)])
+        if n:
+            x = torch.arange(4.0, device=f"tpu:{n - 1}") * 2
+            assert x.cpu().tolist() == [0.0, 2.0, 4.0, 6.0]
+        """, env={"TPU_VISIBLE_CHIPS": visible})
+    assert proc.stdout.strip() == str(chips)
+    if warning:
+        assert warning in proc.stderr and "no TPU devices are available" in proc.stderr
+    else:
+        assert "TPU_VISIBLE_CHIPS" not in proc.stderr
+
+
 def test_unknown_chip_is_a_clear_error():
     from conftest import run_python
 

@@ -22,14 +22,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(scenario: str, size: int, tmp_path) -> list[dict]:
+def run_ranks(scenario: str, size: int, tmp_path, visible_chip_per_rank=False) -> list[dict]:
     port = str(free_port())
     paths = [tmp_path / f"rank{r}.json" for r in range(size)]
     # (The ranks import the torchtpu this test imported.)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
+
+    def env_of(rank):
+        return dict(env, TPU_VISIBLE_CHIPS=str(rank)) if visible_chip_per_rank else env
+
     procs = [subprocess.Popen([sys.executable, CHILD, scenario, str(r), str(size), port,
                                str(paths[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for r in range(size)]
+                              text=True, env=env_of(r)) for r in range(size)]
     errors = []
     for r, p in enumerate(procs):
         try:
@@ -45,13 +49,17 @@ def run_ranks(scenario: str, size: int, tmp_path) -> list[dict]:
     return [json.loads(p.read_text()) for p in paths]
 
 
-@pytest.mark.parametrize("size", [2, 4])
-def test_every_collective_matches_its_definition(size, tmp_path):
-    results = run_ranks("collectives", size, tmp_path)
+@pytest.mark.parametrize("size,visible", [(2, False), (4, False), (2, True)],
+                         ids=["2", "4", "2-one-visible-chip-per-rank"])
+def test_every_collective_matches_its_definition(size, visible, tmp_path):
+    results = run_ranks("collectives", size, tmp_path, visible_chip_per_rank=visible)
     ranks = range(size)
     total = sum(r + 1 for r in ranks)
     for rank, out in enumerate(results):
         assert out["backend"] == "tpu_dist"
+        # rank -> chip: tpu:<rank>, or with TPU_VISIBLE_CHIPS=<rank> the process's only chip
+        assert out["device"] == ("tpu:0" if visible else f"tpu:{rank}")
+        assert out["physical_chip"] == rank
         assert out["all_reduce_sum"] == [float(total)] * 4
         assert out["all_reduce_avg"] == pytest.approx([total / size] * 3)
         assert out["all_reduce_max"] == [float(size)] * 3
@@ -91,14 +99,33 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
         opt.step()
         opt.zero_grad()
     expected = [p.detach() for p in ref.parameters()]
-    kinds = ["ddp", "fsdp2", "tensor_parallel"]
-    for out in results:
+    kinds = ["ddp", "ddp_no_sync_buckets", "fsdp2", "fsdp2_no_reshard", "tensor_parallel"]
+    for rank, out in enumerate(results):
         assert sorted(k for k in kinds if k in out) == sorted(kinds)
         for kind in kinds:
             got = [torch.tensor(p) for p in out[kind]]
             assert len(got) == len(expected)
             for g, e in zip(got, expected):
                 torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6, msg=kind)
+        # Mixed precision (bf16 parameters in compute, fp32 gradients reduced): bf16's 8-bit
+        # mantissa over three steps, so the tolerance is bf16's (2^-8 relative) with margin.
+        for g, e in zip(out["fsdp2_bf16"], expected):
+            torch.testing.assert_close(torch.tensor(g), e, rtol=2e-2, atol=2e-2, msg="fsdp2_bf16")
+        size = len(results)
+        whole = torch.arange(4.0 * size * 3).reshape(4 * size, 3)
+        assert out["dtensor_local_device"] == f"tpu:{rank}" and out["dtensor_local_rows"] == 4
+        assert out["dtensor_replicated"] == whole.tolist()
+        total = float(sum(r + 1 for r in range(size)))
+        assert out["dtensor_partial_to_replicate"] == [[total] * 2] * (2 * size)
+        assert out["dtensor_partial_to_shard"] == [[total] * 2] * 2
+        assert out["dtensor_matmul"] == (whole @ torch.ones(3, 2)).tolist()
+
+
+def test_sharded_state_saves_and_loads_with_distributed_checkpoint(tmp_path):
+    for rank, out in enumerate(run_ranks("checkpoint", 2, tmp_path)):
+        assert out["shard_devices"] == [f"tpu:{rank}"]  # the shards live on the chips
+        assert out["loaded_equal"] and out["next_step_equal"], out
+        assert "__0_0.distcp" in out["files"] and "__1_0.distcp" in out["files"], out["files"]
 
 
 def test_mismatched_tensors_raise_on_every_rank_and_the_group_survives(tmp_path):
@@ -167,3 +194,32 @@ def test_the_examples_train_under_torchrun(example):
     reports = [l for l in proc.stdout.splitlines() if l.startswith("[rank ")]
     assert len(reports) == 2 and all("ICI" in r for r in reports), proc.stdout
     assert "on tpu:0" in reports[0] + reports[1] and "on tpu:1" in reports[0] + reports[1]
+
+
+def test_two_nodes_meet_through_torchruns_rendezvous():
+    """Two "machines" (two torchrun agents on 127.0.0.1, one process each) find each other through
+    torchrun's c10d rendezvous over TCP and train the DDP example together."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "train_ddp.py")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(torchtpu.__file__)))
+    endpoint = f"127.0.0.1:{free_port()}"
+    nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2",
+                               "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                               "--rdzv-endpoint", endpoint, "--rdzv-id", "two-nodes",
+                               path, "--steps", "8"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    outputs = []
+    for node in nodes:
+        try:
+            out, err = node.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            for n in nodes:
+                n.kill()
+            raise
+        assert node.returncode == 0, err[-3000:]
+        outputs.append([l for l in out.splitlines() if l.startswith("[rank ")])
+    # one rank per node, each on its node's tpu:0, ranks 0 and 1 of one group of two
+    assert all(len(lines) == 1 for lines in outputs), outputs
+    lines = sorted(l for lines in outputs for l in lines)
+    assert lines[0].startswith("[rank 0/2 on tpu:0, DDP]"), lines
+    assert lines[1].startswith("[rank 1/2 on tpu:0, DDP]"), lines

@@ -17,8 +17,10 @@ namespace torchtpu {
 // Registers everything; idempotent. Returns the number of simulated devices.
 int init();
 
-// Number of simulated TPU devices (TORCHTPU_NUM_DEVICES, default 4).
+// Number of simulated TPU devices this process sees (TORCHTPU_NUM_DEVICES, default 4, or the
+// chips listed in TPU_VISIBLE_CHIPS), and the host's chip behind a device index.
 int device_count();
+int64_t physical_chip(int device);
 
 // The simulated chip generation ("v5e", ...; TORCHTPU_CHIP) and its HBM capacity per device.
 std::string chip_name();
