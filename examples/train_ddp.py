@@ -73,7 +73,8 @@ def main() -> None:
     # writes its text and its newline separately, so two ranks' lines could run together.
     sys.stdout.write(f"[rank {rank}/{size} on {dev}, {'FSDP2' if args.fsdp else 'DDP'}] loss {first:.4f} -> "
                      f"{last:.4f}; last step: collectives {coll}, estimated on "
-                     f"{est['chip']} {est['device_time_s'] * 1e6:.1f} us (ICI {est['ici_time_s'] * 1e6:.1f} us)\n")
+                     f"{est['chip']} {est['parallel_time_s'] * 1e6:.1f} us (ICI {est['ici_time_s'] * 1e6:.1f} us, "
+                     f"{est['ici_hidden_s'] * 1e6:.1f} us of it hidden behind compute)\n")
     sys.stdout.flush()
     ok = last < first
     dist.destroy_process_group()

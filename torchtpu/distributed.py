@@ -8,8 +8,9 @@ Data moves through Gloo, PyTorch's own CPU collective engine: device memory is h
 each tpu tensor is handed to Gloo as a CPU view of the same bytes (no staging copy), once the
 work queued on its device has run (and, in fused eager, once it has memory). CPU tensors go to
 Gloo as they are. Each collective is charged to the cost model as a launch of its own, for the
-ICI of the simulated chip (sim/CostModel.cpp, "ICI"), and counted in torchtpu.metrics
-("collectives.<kind>", "collectives.<kind>_bytes").
+ICI of the simulated chip (sim/CostModel.cpp, "ICI"), on the ICI beside the TensorCore and on
+the current stream (compute on other streams overlaps it until they wait for it: sim/Ledger.h),
+and counted in torchtpu.metrics ("collectives.<kind>", "collectives.<kind>_bytes").
 
 Ops Gloo lacks are built from its own: AVG is a SUM divided by the group size; reduce-scatter is
 an all-reduce of the input whose own chunk is copied out.
@@ -65,6 +66,39 @@ def _views(tensors):
     return [_view(t) for t in tensors]
 
 
+class _InFlight(dist.Work):
+    """A collective's Work (Gloo's, or a finished one): waiting for it also ends the
+    collective's flight in the cost model (overlap of communication with compute)."""
+
+    def __init__(self, work, flight: int):
+        super().__init__()
+        self._work, self._flight = work, flight
+
+    def wait(self, timeout=None):
+        try:
+            return self._work.wait() if timeout is None else self._work.wait(timeout)
+        finally:
+            _C.collective_waited(self._flight)
+
+    def get_future(self):
+        return self._work.get_future()
+
+    def is_completed(self):
+        return self._work.is_completed()
+
+    def is_success(self):
+        return self._work.is_success()
+
+    def exception(self):
+        return self._work.exception()
+
+    def result(self):
+        return self._work.result()
+
+    def source_rank(self):
+        return self._work.source_rank()
+
+
 def _done(result=None):
     """A Work that has completed (for collectives finished here)."""
     fut = torch.futures.Future()
@@ -100,8 +134,11 @@ class TpuProcessGroup(dist.ProcessGroup):
         return f"TpuProcessGroup(rank={self._rank}, size={self._size})"
 
     # -- helpers
-    def _charge(self, kind: str, nbytes: float) -> None:
-        _C.charge_collective(kind, float(nbytes), self._size)
+    def _issued(self, kind: str, nbytes: float, work):
+        """Charges a collective to the cost model, on the ICI of the current device and stream
+        (compute on other streams overlaps it: sim/Ledger.h). Returns its Work, whose wait()
+        makes the current stream wait for it."""
+        return _InFlight(work, _C.charge_collective(kind, float(nbytes), self._size))
 
     def _check_same(self, kind: str, tensors) -> None:
         """Raises on every rank when the ranks' tensors differ in shape or dtype."""
@@ -141,12 +178,12 @@ class TpuProcessGroup(dist.ProcessGroup):
     def _allreduce(self, gloo_fn, options_type, tensors, opts):
         views = _views(tensors)
         self._check_same("all_reduce", tensors)
-        self._charge("all_reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
         o = options_type()
         o.reduceOp = op
         o.timeout = opts.timeout
-        return self._finish(gloo_fn(views, o), tensors if divide else ())
+        work = self._finish(gloo_fn(views, o), tensors if divide else ())
+        return self._issued("all_reduce", _nbytes(tensors), work)
 
     def allreduce(self, tensors, opts=AllreduceOptions()):
         return self._allreduce(self._gloo.allreduce, AllreduceOptions, tensors, opts)
@@ -157,29 +194,29 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors, opts=BroadcastOptions()):
         self._check_same("broadcast", tensors)
-        self._charge("broadcast", _nbytes(tensors))
-        return self._gloo.broadcast(_views(tensors), opts)
+        work = self._gloo.broadcast(_views(tensors), opts)
+        return self._issued("broadcast", _nbytes(tensors), work)
 
     def reduce(self, tensors, opts=ReduceOptions()):
         views = _views(tensors)
         self._check_same("reduce", tensors)
-        self._charge("reduce", _nbytes(tensors))
         op, divide = self._sum_op(opts.reduceOp)
         o = ReduceOptions()
         o.reduceOp, o.rootRank, o.rootTensor, o.timeout = op, opts.rootRank, opts.rootTensor, opts.timeout
         mine = tensors if divide and self._rank == opts.rootRank else ()
-        return self._finish(self._gloo.reduce(views, o), mine)
+        work = self._finish(self._gloo.reduce(views, o), mine)
+        return self._issued("reduce", _nbytes(tensors), work)
 
     def allgather(self, output_tensors, input_tensors, opts=AllgatherOptions()):
         self._check_same("all_gather", list(input_tensors) + [t for o in output_tensors for t in o])
-        self._charge("all_gather", _nbytes(input_tensors) * self._size)
-        return self._gloo.allgather([_views(o) for o in output_tensors], _views(input_tensors),
+        work = self._gloo.allgather([_views(o) for o in output_tensors], _views(input_tensors),
                                     opts)
+        return self._issued("all_gather", _nbytes(input_tensors) * self._size, work)
 
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
         self._check_same("all_gather_into_tensor", [output, input])
-        self._charge("all_gather", _nbytes([output]))
-        return self._gloo._allgather_base(_view(output), _view(input), opts)
+        work = self._gloo._allgather_base(_view(output), _view(input), opts)
+        return self._issued("all_gather", _nbytes([output]), work)
 
     def all_gather_single_coalesced(self, outputs, inputs, opts=AllgatherOptions()):
         work = None
@@ -190,7 +227,6 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=ReduceScatterOptions()):
         # Gloo's reduce-scatter: an all-reduce of this rank's inputs, then its own chunk.
-        self._charge("reduce_scatter", sum(_nbytes(ins) for ins in input_tensors))
         op, divide = self._sum_op(opts.reduceOp)
         for out, ins in zip(output_tensors, input_tensors, strict=True):
             whole = torch.stack([i.to(out.device) for i in ins]) if ins else None
@@ -201,11 +237,11 @@ class TpuProcessGroup(dist.ProcessGroup):
             out.copy_(whole[self._rank])
             if divide:
                 out.div_(self._size)
-        return _done(output_tensors)
+        return self._issued("reduce_scatter", sum(_nbytes(ins) for ins in input_tensors),
+                            _done(output_tensors))
 
     def reduce_scatter_single(self, output, input, opts=ReduceScatterOptions()):
         self._check_same("reduce_scatter_tensor", [output, input])
-        self._charge("reduce_scatter", _nbytes([input]))
         op, divide = self._sum_op(opts.reduceOp)
         whole = input.clone()
         w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
@@ -214,7 +250,7 @@ class TpuProcessGroup(dist.ProcessGroup):
         output.copy_(chunk)
         if divide:
             output.div_(self._size)
-        return _done([output])
+        return self._issued("reduce_scatter", _nbytes([input]), _done([output]))
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=ReduceScatterOptions()):
         work = None
@@ -224,13 +260,12 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes,
                           opts=AllToAllOptions()):
-        self._charge("all_to_all", _nbytes([input]) * self._size)
-        return self._gloo.alltoall_base(_view(output), _view(input), output_split_sizes,
+        work = self._gloo.alltoall_base(_view(output), _view(input), output_split_sizes,
                                         input_split_sizes, opts)
+        return self._issued("all_to_all", _nbytes([input]) * self._size, work)
 
     def alltoall(self, output_tensors, input_tensors, opts=AllToAllOptions()):
         # (Gloo has no list all-to-all: one scatter per source rank.)
-        self._charge("all_to_all", _nbytes(input_tensors) * self._size)
         outs = _views(output_tensors)
         work = None
         for src in range(self._size):
@@ -239,23 +274,23 @@ class TpuProcessGroup(dist.ProcessGroup):
             scatter_in = [_views(input_tensors)] if src == self._rank else []
             work = self._gloo.scatter([outs[src]], scatter_in, so)
             work.wait()
-        return work if work is not None else _done()
+        return self._issued("all_to_all", _nbytes(input_tensors) * self._size,
+                            work if work is not None else _done())
 
     def gather(self, output_tensors, input_tensors, opts=GatherOptions()):
-        self._charge("all_gather", _nbytes(input_tensors) * self._size)
-        return self._gloo.gather([_views(o) for o in output_tensors], _views(input_tensors), opts)
+        work = self._gloo.gather([_views(o) for o in output_tensors], _views(input_tensors), opts)
+        return self._issued("all_gather", _nbytes(input_tensors) * self._size, work)
 
     def scatter(self, output_tensors, input_tensors, opts=ScatterOptions()):
-        self._charge("broadcast", _nbytes(output_tensors) * self._size)
-        return self._gloo.scatter(_views(output_tensors), [_views(i) for i in input_tensors], opts)
+        work = self._gloo.scatter(_views(output_tensors), [_views(i) for i in input_tensors], opts)
+        return self._issued("broadcast", _nbytes(output_tensors) * self._size, work)
 
     def barrier(self, opts=BarrierOptions()):
-        self._charge("barrier", 0.0)
-        return self._gloo.barrier(opts)
+        return self._issued("barrier", 0.0, self._gloo.barrier(opts))
 
     def send(self, tensors, dst_rank, tag=0):
-        self._charge("send_recv", _nbytes(tensors))
-        return self._gloo.send(_views(tensors), dst_rank, tag)
+        work = self._gloo.send(_views(tensors), dst_rank, tag)
+        return self._issued("send_recv", _nbytes(tensors), work)
 
     def recv(self, tensors, src_rank, tag=0):
         return self._gloo.recv(_views(tensors), src_rank, tag)

@@ -57,8 +57,13 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     launches, the fraction of the chip's peak, and the arithmetic intensity against the chip's
     ridge point (the roofline position).
 
-    ``device_time_s`` sums every launch; ``device_time_per_device_s`` splits it by device and
-    ``parallel_time_s`` is the longest device's (devices run in parallel).
+    ``device_time_s`` sums every launch; ``device_time_per_device_s`` splits it by device.
+    Collectives (torchtpu.distributed) run on the ICI beside the TensorCore: one issued on a
+    stream of its own overlaps the compute of the other streams until a stream waits for it
+    (``Work.wait()``, an event), ``ici_hidden_s`` in all (per device in
+    ``ici_hidden_per_device_s``, at the chip's configured launch cost); ``parallel_time_s`` is
+    the step time: the longest device's time less its hidden ICI time (devices run in
+    parallel).
 
     ``chip`` prices the same launches for another generation after the fact ("v4", "v5e",
     "v5p", "v6e", "v7"), as running under ``TORCHTPU_CHIP`` would; ``launch_us`` sets the cost
@@ -67,6 +72,7 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     ``priced_as_native`` (docs/insight.md).
     """
     r = _price(chip, launch_us)
+    hidden = dict(r["hidden_ici_seconds"])
     spec = next(c for c in _C.all_chips() if c["name"] == r["chip"])
     seconds, flops, hbm, mxu_flops = r["seconds"], r["flops"], r["hbm_bytes"], r["mxu_flops"]
     terms = {"mxu": r["mxu_s"], "vpu": r["vpu_s"], "hbm": r["hbm_s"], "ici": r["ici_s"],
@@ -93,9 +99,12 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
         "bottleneck": max(terms, key=terms.get) if seconds else "",
         "priced_as_native": r["priced_as_native"],
         # Per device: devices run in parallel, so a step on several devices takes the longest
-        # device's time (collectives between them are not modelled yet: the multi-chip issue).
+        # device's time, less the ICI time its compute hides.
         "device_time_per_device_s": dict(r["device_seconds"]),
-        "parallel_time_s": max(r["device_seconds"].values(), default=0.0),
+        "ici_hidden_s": sum(hidden.values()),
+        "ici_hidden_per_device_s": hidden,
+        "parallel_time_s": max((t - hidden.get(d, 0.0) for d, t in r["device_seconds"].items()),
+                               default=0.0),
         "priced_as_native_ops": dict(r["priced_as_native_ops"]),
     }
 

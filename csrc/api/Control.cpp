@@ -119,7 +119,7 @@ at::Tensor host_view(const at::Tensor& t) {
       t.options().device(at::kCPU));
 }
 
-void charge_collective(const std::string& kind, double bytes, int64_t chips) {
+uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips) {
   static const std::map<std::string, sim::CollectiveKind> kinds = {
       {"all_reduce", sim::CollectiveKind::all_reduce},
       {"all_gather", sim::CollectiveKind::all_gather},
@@ -131,10 +131,14 @@ void charge_collective(const std::string& kind, double bytes, int64_t chips) {
       {"barrier", sim::CollectiveKind::barrier}};
   const auto it = kinds.find(kind);
   TORCH_CHECK(it != kinds.end(), "unknown collective kind '", kind, "'");
-  sim::record("c10d::" + kind, sim::cost_model().collective(it->second, bytes, chips));
+  const sim::Estimate estimate = sim::cost_model().collective(it->second, bytes, chips);
+  sim::record("c10d::" + kind, estimate);
   runtime::metrics::count("collectives." + kind);
   runtime::metrics::count("collectives." + kind + "_bytes", static_cast<int64_t>(bytes));
+  return sim::collective_issued(estimate);
 }
+
+void collective_waited(uint64_t id) { sim::collective_waited(id); }
 
 void set_dry_run(bool on) {
   if (on && !runtime::dry_run()) {
@@ -183,6 +187,7 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
   for (const auto& [device, p] : totals.per_device) {
     out.device_seconds[device] = p.busy_s + double(p.launches) * out.launch_seconds;
   }
+  out.hidden_ici_seconds = sim::hidden_ici_seconds(chip);
   return out;
 }
 

@@ -111,8 +111,11 @@ MemoryState memory_state();
 // (torchtpu/distributed.py). Raises for a dry run's tensor.
 at::Tensor host_view(const at::Tensor& tensor);
 // Charges a collective to the cost model: `kind` ("all_reduce", "all_gather", ...), the bytes of
-// the whole (gathered) array, the number of chips in the group (sim/Collectives.h).
-void charge_collective(const std::string& kind, double bytes, int64_t chips);
+// the whole (gathered) array, the number of chips in the group (sim/CostModel.cpp, "ICI"), on
+// the ICI of the current device and stream; returns its id for collective_waited(), which makes
+// the current stream wait for it (sim/Ledger.h, "Overlap of communication with compute").
+uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips);
+void collective_waited(uint64_t id);
 
 // Dry runs (docs/insight.md): tensors without values, ops charged without running.
 void set_dry_run(bool on);
@@ -137,6 +140,7 @@ struct PricedRun {
   std::map<std::string, double> op_flops, op_hbm_bytes, op_mxu_s;
   std::map<std::string, int64_t> priced_as_native_ops;
   std::map<int, double> device_seconds;  // per device (devices run in parallel)
+  std::map<int, double> hidden_ici_seconds;  // per device: ICI time hidden behind compute
 };
 PricedRun price_run(const std::string& chip, double launch_us);
 

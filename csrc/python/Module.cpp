@@ -300,8 +300,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("memory_snapshot", [] { return memory_snapshot_dict(); });
   m.def("host_view", [](const at::Tensor& t) { return api::host_view(t); });
   m.def("charge_collective", [](const std::string& kind, double bytes, int64_t chips) {
-    api::charge_collective(kind, bytes, chips);
+    return api::charge_collective(kind, bytes, chips);
   });
+  m.def("collective_waited", [](uint64_t id) { api::collective_waited(id); });
   m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
   m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {
@@ -322,6 +323,7 @@ PYBIND11_MODULE(_C, m) {
     d["bound"] = std::map<std::string, int64_t>{
         {"mxu", r.bound_mxu}, {"vpu", r.bound_vpu}, {"hbm", r.bound_hbm}, {"ici", r.bound_ici}};
     d["priced_as_native"] = r.priced_as_native;
+    d["hidden_ici_seconds"] = r.hidden_ici_seconds;
     d["op_seconds"] = r.op_seconds;
     d["op_launches"] = r.op_launches;
     d["op_flops"] = r.op_flops;

@@ -371,6 +371,16 @@ size_t cancel_all_queued_work() {
 // ---------------------------------------------------------------------------------------------
 // Events
 
+namespace {
+std::atomic<EventObserver> g_event_observer{nullptr};
+
+void observe(const void* event, const c10::Stream& stream, bool recorded) {
+  if (EventObserver o = g_event_observer.load(std::memory_order_relaxed)) o(event, stream, recorded);
+}
+}  // namespace
+
+void set_event_observer(EventObserver observer) { g_event_observer.store(observer); }
+
 namespace event {
 namespace {
 
@@ -433,6 +443,7 @@ void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
     e->mark = mark;
   }
   queue.enqueue([] {}, "event record", [mark] { mark->complete(); });
+  observe(e, stream, /*recorded=*/true);
 }
 
 void block(void* handle, const c10::Stream& stream) {
@@ -440,6 +451,7 @@ void block(void* handle, const c10::Stream& stream) {
   auto mark = static_cast<Event*>(handle)->latest();
   if (!mark) return;
   queue_of(stream).enqueue([mark] { mark->wait(); }, "event wait");
+  observe(handle, stream, /*recorded=*/false);
 }
 
 bool query(void* handle) {

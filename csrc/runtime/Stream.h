@@ -86,6 +86,12 @@ size_t cancel_all_queued_work();
 // True on the worker thread of a stream.
 bool on_stream_worker();
 
+// Told of every event recorded on a stream (recorded) and every stream made to wait for one
+// (not recorded), as it is issued; for the cost model's clocks (sim/Ledger.h), which live
+// above the runtime. One observer; null: none.
+using EventObserver = void (*)(const void* event, const c10::Stream& stream, bool recorded);
+void set_event_observer(EventObserver observer);
+
 // Events, as opaque handles for the guard interface.
 namespace event {
 void record(void** handle, const c10::Stream& stream, c10::EventFlag flag);

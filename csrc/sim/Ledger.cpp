@@ -221,7 +221,136 @@ void trace(const std::string& op, const Estimate& e) {
   g_trace.push_back(std::move(ev));
 }
 
+// ---- The overlap clocks (Ledger.h, "Overlap of communication with compute").
+
+// The known chips: their cost models and launch costs, in runtime::all_chips() order.
+const std::vector<CostModel>& chip_models() {
+  static const std::vector<CostModel> models = [] {
+    std::vector<CostModel> m;
+    for (const auto& chip : runtime::all_chips()) {
+      m.emplace_back(chip, CostOptions::from_environment(chip.name));
+    }
+    return m;
+  }();
+  return models;
+}
+
+// Times in seconds since the clocks started, one per known chip.
+using Times = std::vector<double>;
+
+void raise_to(Times& t, const Times& floor) {
+  for (size_t c = 0; c < t.size(); ++c) t[c] = std::max(t[c], floor[c]);
+}
+
+struct DeviceClocks {
+  Times tensor_core, ici, serial;       // engines free at; sum of every duration
+  std::map<int64_t, Times> streams;     // each stream's last launch ends at
+  Times& stream(int64_t id) {
+    auto [it, fresh] = streams.try_emplace(id, Times(serial.size(), 0.0));
+    return it->second;
+  }
+};
+
+struct Clocks {
+  std::mutex mutex;
+  std::map<int32_t, DeviceClocks> devices;
+  std::map<uint64_t, Times> collective_end;  // by collective id, until waited for
+  std::map<const void*, Times> events;       // each recorded event's time
+  uint64_t next_id = 1;
+  DeviceClocks& device(int32_t d) {
+    auto [it, fresh] = devices.try_emplace(d);
+    if (fresh) {
+      const size_t n = chip_models().size();
+      it->second.tensor_core = it->second.ici = it->second.serial = Times(n, 0.0);
+    }
+    return it->second;
+  }
+};
+Clocks& clocks() {
+  static auto* c = new Clocks();  // leaked: used at process end
+  return *c;
+}
+std::atomic<bool> g_clocks_on{false};  // from the first collective on
+
+int64_t stream_of(int32_t device) {
+  return runtime::current_stream(static_cast<c10::DeviceIndex>(device)).id();
+}
+
+// One launch of `work` on the current stream of `device`, on the TensorCore or (a collective)
+// the ICI. Returns when it ends.
+Times advance(const Work& work, int32_t device, bool on_ici) {
+  const auto& models = chip_models();
+  Times duration(models.size());
+  for (size_t c = 0; c < models.size(); ++c) {
+    duration[c] = models[c].price(work).seconds();
+  }
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  DeviceClocks& d = k.device(device);
+  Times& stream = d.stream(stream_of(device));
+  Times& engine = on_ici ? d.ici : d.tensor_core;
+  for (size_t c = 0; c < duration.size(); ++c) {
+    const double end = std::max(stream[c], engine[c]) + duration[c];
+    stream[c] = engine[c] = end;
+    d.serial[c] += duration[c];
+  }
+  return stream;
+}
+
+void observe_event(const void* event, const c10::Stream& stream, bool recorded) {
+  if (!g_clocks_on.load(std::memory_order_relaxed)) return;
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  Times& at = k.device(stream.device_index()).stream(stream.id());
+  if (recorded) {
+    k.events[event] = at;
+  } else if (auto it = k.events.find(event); it != k.events.end()) {
+    raise_to(at, it->second);  // the stream waits for the event
+  }
+}
+
+const bool observer_registered = [] {
+  runtime::set_event_observer(&observe_event);
+  return true;
+}();
+
 }  // namespace
+
+uint64_t collective_issued(const Estimate& e) {
+  g_clocks_on.store(true, std::memory_order_relaxed);
+  const Times end = advance(e.work, runtime::current_device(), /*on_ici=*/true);
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  const uint64_t id = k.next_id++;
+  k.collective_end[id] = end;
+  return id;
+}
+
+void collective_waited(uint64_t id) {
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  auto it = k.collective_end.find(id);
+  if (it == k.collective_end.end()) return;
+  const int32_t device = runtime::current_device();
+  raise_to(k.device(device).stream(stream_of(device)), it->second);
+  k.collective_end.erase(it);
+}
+
+std::map<int, double> hidden_ici_seconds(const runtime::ChipSpec& chip) {
+  const auto& all = runtime::all_chips();
+  size_t c = 0;
+  while (c < all.size() && all[c].name != chip.name) ++c;
+  TORCH_CHECK(c < all.size(), "unknown chip ", chip.name);
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  std::map<int, double> out;
+  for (const auto& [device, d] : k.devices) {
+    double makespan = std::max(d.tensor_core[c], d.ici[c]);
+    for (const auto& [id, t] : d.streams) makespan = std::max(makespan, t[c]);
+    out[device] = std::max(0.0, d.serial[c] - makespan);
+  }
+  return out;
+}
 
 void ledger_add(const std::string& op, const Estimate& e) {
   ThreadTable& t = thread_table();
@@ -234,6 +363,9 @@ void ledger_add(const std::string& op, const Estimate& e) {
     if (t.table->counts.size() > kMaxEntries) fold(*t.table);
   }
   if (g_tracing.load(std::memory_order_relaxed)) trace(op, e);
+  if (g_clocks_on.load(std::memory_order_relaxed) && e.work.collective.kind == CollectiveKind::none) {
+    advance(e.work, device, /*on_ici=*/false);
+  }
 }
 
 LedgerTotals ledger_totals(const runtime::ChipSpec& chip) {
@@ -283,6 +415,11 @@ void ledger_reset() {
   };
   clear(r.retired);
   for (auto& t : r.tables) clear(*t);
+  Clocks& k = clocks();
+  std::lock_guard<std::mutex> lock_clocks(k.mutex);
+  k.devices.clear();  // the clocks start again at 0 (collectives in flight: forgotten)
+  k.collective_end.clear();
+  k.events.clear();
 }
 
 void set_tracing(bool on) { g_tracing.store(on); }

@@ -52,6 +52,25 @@ LedgerTotals ledger_totals(const runtime::ChipSpec& chip);
 // Empties the ledger (torchtpu.metrics.reset()).
 void ledger_reset();
 
+// ---- Overlap of communication with compute.
+//
+// A collective runs on the chip's ICI (its DMA engines and links) beside the TensorCore. From
+// the first collective on, the ledger also keeps clocks per device, for every known chip: when
+// the TensorCore and the ICI are free, and when each stream's last launch ends. A launch starts
+// when both its stream and its engine are free; a collective occupies the ICI and its stream; a
+// stream waiting for an event (wait_event, wait_stream) waits for the time the event was
+// recorded at, and Work.wait() makes the current stream wait for the collective
+// (collective_waited). So a collective issued on a stream of its own (FSDP2's, or a user's)
+// overlaps the compute on the others, and one on the compute's stream does not. Hidden ICI
+// time per device = the sum of every duration - the span of the clocks.
+
+// Charges nothing; advances the clocks for a charged collective on the current stream and
+// returns its id.
+uint64_t collective_issued(const Estimate& e);
+void collective_waited(uint64_t id);
+// ICI seconds hidden behind compute, per device, for `chip` (at its configured launch cost).
+std::map<int, double> hidden_ici_seconds(const runtime::ChipSpec& chip);
+
 // ---- The device trace (torch.profiler's device timeline).
 
 struct TraceEvent {

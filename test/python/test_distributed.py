@@ -223,3 +223,42 @@ def test_two_nodes_meet_through_torchruns_rendezvous():
     lines = sorted(l for lines in outputs for l in lines)
     assert lines[0].startswith("[rank 0/2 on tpu:0, DDP]"), lines
     assert lines[1].startswith("[rank 1/2 on tpu:0, DDP]"), lines
+
+
+@pytest.mark.parametrize("how", ["own stream", "own stream, waited", "own stream, event waited",
+                                 "compute stream"])
+def test_a_collective_on_its_own_stream_hides_behind_the_compute_of_the_others(how):
+    """The ICI runs beside the TensorCore (sim/Ledger.h): a collective on a stream of its own
+    overlaps the compute issued after it on the other streams, until they wait for it."""
+    from torchtpu import _C
+
+    x = torch.randn(512, 512, device="tpu")
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    for _ in range(8):
+        y = x @ x
+    torchtpu.sync()
+    compute = {chip: torchtpu.metrics.estimate(chip=chip)["device_time_s"] for chip in ("v5e", "v6e")}
+
+    torchtpu.metrics.reset()
+    side = torch.tpu.Stream() if how.startswith("own") else torch.tpu.current_stream()
+    with torch.tpu.stream(side):
+        flight = _C.charge_collective("all_reduce", float(16 << 20), 4)
+        done = torch.tpu.Event()
+        done.record()
+    if how == "own stream, waited":
+        _C.collective_waited(flight)  # Work.wait(): the current stream waits for it
+    elif how == "own stream, event waited":
+        torch.tpu.current_stream().wait_event(done)
+    for _ in range(8):
+        y = x @ x
+    torchtpu.sync()
+    for chip in ("v5e", "v6e"):
+        est = torchtpu.metrics.estimate(chip=chip)
+        ici = est["ici_time_s"]
+        assert ici > 0 and est["device_time_s"] == pytest.approx(compute[chip] + est["ici_time_s"]
+                                                                 + est["launch_us"] * 1e-6, rel=1e-9)
+        expected = min(ici, compute[chip]) if how == "own stream" else 0.0
+        assert est["ici_hidden_s"] == pytest.approx(expected, rel=1e-9, abs=1e-15), (how, chip)
+        assert est["parallel_time_s"] == pytest.approx(est["device_time_s"] - expected, rel=1e-9)
+    del y
