@@ -53,6 +53,33 @@ void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args
   }
 }
 
+// Lists of tensors that the JIT builds (Tensor?[] of a scripted index_put_) carry element types
+// of their own, which isTensorList() / isOptionalTensorList() do not recognize (they compare
+// type pointers); every op entering torchtpu gets them as the typed lists the rest of the
+// layers expect. Cheap: a tag check per argument.
+inline void normalize_tensor_lists(torch::jit::Stack* stack, size_t num_args) {
+  const size_t base = stack->size() - num_args;
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& slot = (*stack)[base + i];
+    if (!slot.isList() || slot.isTensorList() || slot.isOptionalTensorList()) continue;
+    const c10::List<c10::IValue> items = slot.toList();
+    const c10::TypePtr& type = items.elementType();
+    if (type->kind() == c10::TypeKind::TensorType) {
+      c10::List<at::Tensor> list;
+      for (const c10::IValue& item : items) list.push_back(item.toTensor());
+      slot = list;
+    } else if (type->kind() == c10::TypeKind::OptionalType &&
+               type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+                   c10::TypeKind::TensorType) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const c10::IValue& item : items) {
+        list.push_back(item.isNone() ? std::nullopt : std::optional<at::Tensor>(item.toTensor()));
+      }
+      slot = list;
+    }
+  }
+}
+
 // What an op is, as far as deferring it goes.
 enum class Capture {
   factory,                // empty / empty_strided: the storage may be left pending
@@ -91,6 +118,7 @@ class EntryKernel final : public c10::OperatorKernel {
                   torch::jit::Stack* stack) {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
     const runtime::OpModeScope mode;
+    normalize_tensor_lists(stack, op.schema().arguments().size());
     if (!inside_kernel()) {
       if (runtime::dry_run()) {
         // A dry run: metadata and a charge, no device work (aten/DryRun.h).

@@ -189,6 +189,12 @@ void StreamQueue::drained_soon() const {
 }
 
 void StreamQueue::synchronize() {
+  // Work running on a stream's worker waits for nothing: its queue would wait for it (a kernel
+  // that reached a synchronizing op with a device tensor it should have had on the host hung
+  // the process this way). An error names it instead.
+  TORCH_CHECK(!t_stream_worker, "torchtpu internal error: work running on a TPU stream asked to "
+              "synchronize tpu:", int(device_), ", which would wait for itself; please report "
+              "the op that failed with this message");
   flush_deferred_work(FlushReason::stream_synchronize);
   drained_soon();
   FinishedWork finished;  // destroyed on return, after the lock
