@@ -17,7 +17,8 @@ __all__ = [
     "get_device_properties", "get_matmul_precision", "get_rng_state", "get_rng_state_all", "init", "initial_seed",
     "is_available", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
-    "memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
+    "memory_stats", "host_memory_stats", "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "default_stream", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "synchronize",
 ]
@@ -266,6 +267,21 @@ def empty_cache() -> None:
     """Releases the cached, unused blocks of every device (reserved bytes drop)."""
     for idx in range(device_count()):
         _C.empty_cache_device(idx)
+
+
+def host_memory_stats() -> dict[str, int]:
+    """The pinned host memory allocator's statistics (pin_memory(), non-blocking copies), in the
+    keys of ``torch.cuda.host_memory_stats()``: requests and bytes active / allocated (current,
+    peak, allocated, freed), the host allocations and frees it made, their times (µs)."""
+    return dict(sorted(_C.host_memory_stats().items()))
+
+
+def reset_peak_host_memory_stats() -> None:
+    _C.reset_host_memory_stats(True)
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    _C.reset_host_memory_stats(False)
 
 
 def mem_get_info(device: Any = None) -> tuple[int, int]:

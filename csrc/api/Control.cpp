@@ -17,6 +17,7 @@
 #include "sim/Ledger.h"
 #include "sim/Mxu.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <torch/csrc/profiler/combined_traceback.h>
@@ -139,6 +140,38 @@ uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips)
 }
 
 void collective_waited(uint64_t id) { sim::collective_waited(id); }
+
+std::map<std::string, int64_t> host_memory_stats() {
+  const at::HostStats stats = at::getHostAllocator(at::kPrivateUse1)->get_stats();
+  std::map<std::string, int64_t> out;
+  auto stat = [&](const std::string& name, const c10::CachingAllocator::Stat& s) {
+    out[name + ".current"] = s.current;
+    out[name + ".peak"] = s.peak;
+    out[name + ".allocated"] = s.allocated;
+    out[name + ".freed"] = s.freed;
+  };
+  auto duration = [&](const std::string& name, const c10::CachingAllocator::DurationStat& s) {
+    out[name + ".total"] = s.total;
+    out[name + ".max"] = s.max;
+    out[name + ".min"] = s.min;
+    out[name + ".count"] = s.count;
+    out[name + ".avg"] = s.count > 0 ? s.total / s.count : 0;
+  };
+  stat("active_requests", stats.active_requests);
+  stat("active_bytes", stats.active_bytes);
+  stat("allocations", stats.allocations);
+  stat("allocated_bytes", stats.allocated_bytes);
+  duration("host_alloc_time", stats.host_alloc_time);
+  duration("host_free_time", stats.host_free_time);
+  out["num_host_alloc"] = stats.num_host_alloc;
+  out["num_host_free"] = stats.num_host_free;
+  return out;
+}
+
+void reset_host_memory_stats(bool peak) {
+  at::HostAllocator* a = at::getHostAllocator(at::kPrivateUse1);
+  peak ? a->reset_peak_stats() : a->reset_accumulated_stats();
+}
 
 void set_dry_run(bool on) {
   if (on && !runtime::dry_run()) {

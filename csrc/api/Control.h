@@ -105,6 +105,11 @@ struct MemoryState {
 };
 MemoryState memory_state();
 
+// The pinned host memory allocator's statistics (torch.tpu.host_memory_stats(), in the keys of
+// torch.cuda.host_memory_stats()), and its resets.
+std::map<std::string, int64_t> host_memory_stats();
+void reset_host_memory_stats(bool peak);
+
 // A CPU tensor over the memory of a TPU tensor (same sizes, strides, offset; device memory is host
 // memory), keeping its storage alive, after the work queued on its device has run (and, in fused
 // eager, after its storage has memory): what the collective backend hands to Gloo

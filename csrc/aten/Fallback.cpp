@@ -125,7 +125,10 @@ std::optional<c10::Device> common_device(const std::string& name,
               *tpu, " and ", *cpu_nonscalar, "! (in ", name, ")");
   if (!tpu) {
     for (const auto& arg : args) {
-      if (arg.isDevice() && arg.toDevice().is_privateuseone()) return arg.toDevice();
+      if (arg.isDevice() && arg.toDevice().is_privateuseone()) {
+        const c10::Device d = arg.toDevice();  // "tpu" without an index: the current device
+        return d.has_index() ? d : runtime::tpu_device(runtime::current_device());
+      }
     }
   }
   return tpu;

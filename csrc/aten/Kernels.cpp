@@ -430,6 +430,19 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 // one_hot: PyTorch's composite checks the class values only on the CPU and CUDA; elsewhere a bad
 // value surfaces as scatter's index error. Here it is checked as on those devices (a host read,
 // as CUDA's check is), with their messages.
+// CUDA's meaning: the memory is not reused until the work `stream` has queued so far is done
+// with it. Here queued work holds its tensors, so a block returns to the allocator's cache only
+// after every stream using it is done (runtime/Allocator.cpp, recordStream); the call checks
+// its arguments and has nothing to add.
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a TPU stream for a TPU tensor, got a stream of ",
+              stream.device());
+  TORCH_CHECK(stream.device_index() == self.device().index(), "record_stream: the stream is on ",
+              stream.device(), " but the tensor on ", self.device());
+  runtime::allocator().recordStream(self.storage().data_ptr(), stream);
+}
+
 at::Tensor one_hot(const at::Tensor& self, int64_t num_classes) {
   TORCH_CHECK(self.scalar_type() == at::kLong,
               "one_hot is only applicable to index tensor of type LongTensor.");
@@ -623,6 +636,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
   m.impl("native_dropout", entry(TORCH_FN(native_dropout), Capture::random));
   m.impl("one_hot", entry(TORCH_FN(one_hot), Capture::none));
+  m.impl("record_stream", entry(TORCH_FN(record_stream), Capture::view));
   m.impl("histc", entry(TORCH_FN(histc), Capture::none));
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));

@@ -303,6 +303,8 @@ PYBIND11_MODULE(_C, m) {
     return api::charge_collective(kind, bytes, chips);
   });
   m.def("collective_waited", [](uint64_t id) { api::collective_waited(id); });
+  m.def("host_memory_stats", [] { return api::host_memory_stats(); });
+  m.def("reset_host_memory_stats", [](bool peak) { api::reset_host_memory_stats(peak); });
   m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
   m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {

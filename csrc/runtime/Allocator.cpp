@@ -8,7 +8,9 @@
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
 
+#include <ATen/core/CachingHostAllocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/core/Event.h>
 #include <c10/util/Exception.h>
 
 #include <sys/mman.h>
@@ -333,9 +335,9 @@ void Allocator::empty_cache(c10::DeviceIndex device) {
 }
 
 void Allocator::recordStream(const c10::DataPtr&, c10::Stream) {
-  // Kernels run in stream order on the host and a block is only recycled after its owner
-  // freed it on the host, so there is nothing to delay yet. Asynchronous execution (strict
-  // eager) must revisit this.
+  // Work queued on a stream (strict eager's kernels, fused eager's regions, a collective's host
+  // view) holds the tensors it uses, so a block is freed, and cached for reuse, only once every
+  // stream that uses it is done with it: what recording a stream asks for already holds.
 }
 
 size_t Allocator::allocated_bytes(c10::DeviceIndex device) {
@@ -424,40 +426,45 @@ PinnedState& pinned_state() {
   return *s;
 }
 
-void delete_pinned(void* ptr) {
-  if (ptr == nullptr) return;
-  auto& s = pinned_state();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.blocks.erase(reinterpret_cast<uintptr_t>(ptr));
-  }
-  std::free(ptr);
-}
-
-class PinnedAllocator final : public c10::Allocator {
- public:
-  c10::DataPtr allocate(size_t bytes) override {
-    if (bytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_pinned, c10::Device(c10::kCPU));
-    void* ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    TORCH_CHECK_WITH(OutOfMemoryError, ptr != nullptr, "Could not allocate ", bytes,
+// PyTorch's caching host allocator (ATen/core/CachingHostAllocator.h), as CUDA's pinned memory:
+// freed blocks are cached by size and reused once the streams that used them (record_event) are
+// done; statistics, empty_cache(). The memory itself is ordinary host memory, remembered so that
+// is_pinned() can answer.
+struct HostMemory final : public at::CachingHostAllocatorImpl<c10::Stream, c10::Event> {
+ private:
+  void allocate_host_memory(size_t size, void** ptr) override {
+    *ptr = std::aligned_alloc(64, (std::max<size_t>(size, 1) + 63) / 64 * 64);
+    TORCH_CHECK_WITH(OutOfMemoryError, *ptr != nullptr, "Could not allocate ", size,
                      " bytes of pinned host memory");
     auto& s = pinned_state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.blocks[reinterpret_cast<uintptr_t>(ptr)] = bytes;
-    return c10::DataPtr(ptr, ptr, &delete_pinned, c10::Device(c10::kCPU));
+    s.blocks[reinterpret_cast<uintptr_t>(*ptr)] = size;
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &delete_pinned; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    std::memcpy(dest, src, count);
+  void free_block(at::HostBlock<c10::Stream>* block) override {
+    {
+      auto& s = pinned_state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.blocks.erase(reinterpret_cast<uintptr_t>(block->ptr_));
+    }
+    std::free(block->ptr_);
   }
+  void record_stream(std::optional<std::vector<c10::Event>>& events, c10::Stream stream) override {
+    c10::Event event(c10::DeviceType::PrivateUse1);
+    event.record(stream);
+    events->push_back(std::move(event));
+  }
+  bool query_event(c10::Event& event) override { return event.query(); }
+  c10::Stream get_current_stream() const override { return current_stream(current_device()); }
+  bool stream_is_capturing(c10::Stream) const override { return false; }
 };
+
+DECLARE_HOST_ALLOCATOR(TpuHostAllocator, HostMemory, delete_host_memory, g_host_allocator)
 
 }  // namespace
 
-c10::Allocator& pinned_allocator() {
-  static PinnedAllocator instance;
-  return instance;
-}
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &g_host_allocator)
+
+c10::Allocator& pinned_allocator() { return g_host_allocator; }
 
 void record_memory_history(ContextGatherer gatherer, size_t max_entries) {
   auto& s = state();

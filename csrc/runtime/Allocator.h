@@ -117,8 +117,9 @@ struct MemorySnapshot {
 MemorySnapshot memory_snapshot();
 
 
-// Host memory handed out for pin_memory(): ordinary host memory, remembered so that
-// is_pinned() can answer.
+// Host memory handed out for pin_memory(): PyTorch's caching host allocator over ordinary host
+// memory (registered as the host allocator of PrivateUse1: torch.accelerator.empty_host_cache(),
+// host memory statistics), remembered so that is_pinned() can answer.
 c10::Allocator& pinned_allocator();
 bool is_pinned_ptr(const void* ptr);
 

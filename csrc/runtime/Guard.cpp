@@ -14,6 +14,9 @@ void check_tpu(c10::Device d) {
   TORCH_CHECK(d.type() == c10::DeviceType::PrivateUse1, "Expected a TPU device, got ", d);
 }
 
+// "tpu" without an index means the current device, as "cuda" does.
+c10::DeviceIndex index_of(c10::Device d) { return d.has_index() ? d.index() : current_device(); }
+
 struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType static_type = c10::DeviceType::PrivateUse1;
 
@@ -21,27 +24,27 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::Device exchangeDevice(c10::Device d) const override {
     check_tpu(d);
-    return tpu_device(exchange_device(d.index()));
+    return tpu_device(exchange_device(index_of(d)));
   }
   c10::Device getDevice() const override { return tpu_device(current_device()); }
   void setDevice(c10::Device d) const override {
     check_tpu(d);
-    set_device(d.index());
+    set_device(index_of(d));
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     try {
-      set_device(d.index());
+      set_device(index_of(d));
     } catch (...) {
     }
   }
 
-  c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(d.index()); }
+  c10::Stream getStream(c10::Device d) const override { return current_stream(index_of(d)); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(index_of(d)); }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override {
-    return pool_stream(d.index());
+    return pool_stream(index_of(d));
   }
   c10::Stream getNewStream(c10::Device d, int priority) const override {
-    return new_stream(d.index(), priority);
+    return new_stream(index_of(d), priority);
   }
   c10::Stream exchangeStream(c10::Stream s) const override { return exchange_stream(s); }
 

@@ -13,10 +13,12 @@ import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
 
 @pytest.fixture(autouse=True)
 def _clean_state():
-    """Each test starts on tpu:0, default streams, and the fallback mode from the environment."""
-    mode = torchtpu.get_fallback_mode()
+    """Each test starts on tpu:0, default streams, and the fallback and eager modes of the tier
+    (the environment): a test that switches the eager mode does not change the next test's."""
+    mode, eager = torchtpu.get_fallback_mode(), torchtpu.get_eager_mode()
     yield
     torchtpu.set_fallback_mode(mode)
+    torchtpu.set_eager_mode(eager)
     for i in range(torch.tpu.device_count()):
         torch.accelerator.set_stream(torch.tpu.default_stream(i))  # also selects device i
     torch.tpu.set_device(0)
