@@ -11,8 +11,8 @@
 
 namespace torchtpu::aten {
 
-// The conjugate and negative view bits are kept (only _copy_from sees tensors that carry them:
-// PyTorch resolves them before every other kernel).
+// The conjugate and negative view bits are kept: PyTorch resolves them before most kernels, but
+// _copy_from and the ops that understand them (linalg solvers, matmuls) see them.
 inline at::Tensor host_alias(const at::Tensor& t) {
   at::Tensor alias =
       at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));

@@ -60,8 +60,18 @@ at::Tensor host_alias_over(const c10::Storage& storage, c10::IntArrayRef sizes,
   return alias;
 }
 
+// Conjugate and negative views keep their bits: the ops that understand them (the linalg
+// solvers, matmuls) receive them unresolved.
+at::Tensor with_view_bits(at::Tensor alias, bool conj, bool neg) {
+  if (conj) alias = alias.conj();
+  if (neg) alias = alias._neg_view();
+  return alias;
+}
+
 at::Tensor resizable_host_alias(const at::Tensor& t) {
-  return host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(), t.dtype());
+  return with_view_bits(
+      host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(), t.dtype()),
+      t.is_conj(), t.is_neg());
 }
 
 // A TPU tensor as an op issued in strict eager sees it: its storage and geometry then. The
@@ -71,12 +81,15 @@ struct IssuedTensor {
   c10::DimVector sizes, strides;
   int64_t offset = 0;
   caffe2::TypeMeta dtype;
+  bool conj = false, neg = false;
 
   static IssuedTensor of(const at::Tensor& t) {
     return {t.storage(), c10::DimVector(t.sizes()), c10::DimVector(t.strides()),
-            t.storage_offset(), t.dtype()};
+            t.storage_offset(), t.dtype(), t.is_conj(), t.is_neg()};
   }
-  at::Tensor host_alias() const { return host_alias_over(storage, sizes, strides, offset, dtype); }
+  at::Tensor host_alias() const {
+    return with_view_bits(host_alias_over(storage, sizes, strides, offset, dtype), conj, neg);
+  }
 };
 
 // A TPU tensor for a new host result: it takes the result's memory over when that is a device

@@ -67,7 +67,10 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
   // As PyTorch's CPU kernels do: the scalars take the result's type.
   const c10::Scalar b = integral ? c10::Scalar(beta.toLong()) : beta;
   const c10::Scalar a = integral ? c10::Scalar(alpha.toLong()) : alpha;
-  const bool use_beta = h_self.defined() && !(integral ? b.toLong() == 0 : b.toDouble() == 0.0);
+  // (A complex beta is zero when both parts are: toDouble() would refuse its imaginary part.)
+  const bool use_beta = h_self.defined() && !(integral ? b.toLong() == 0
+                                              : b.isComplex() ? b.toComplexDouble() == 0.0
+                                                              : b.toDouble() == 0.0);
   const bool epilogue = use_beta || !a.equal(1);
   // bf16 with an epilogue: the MXU adds the bias to the fp32 accumulator and rounds once.
   // bf16 products are exact in fp32, so an fp32 GEMM of the widened operands is that.

@@ -67,3 +67,49 @@ def test_record_stream_is_native_with_cudas_meaning(mode):
     assert "record_stream" not in torchtpu.metrics.fallbacks()
     with pytest.raises(RuntimeError, match="the stream is on tpu:1 but the tensor on tpu:0"):
         x.record_stream(torch.tpu.Stream(device=1))
+
+
+def _same(got, expected, **tol):
+    torch.testing.assert_close(got.cpu(), expected, **tol)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_linear_algebra_on_conjugate_negative_and_strided_views_matches_the_cpu(mode):
+    # solve_triangular of conjugate / negative views: the queued host kernel dropped the views'
+    # bits (max error 37.5 in the upstream suite).
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    a = (torch.randn(4, 4, dtype=torch.complex64, generator=g).triu()
+         + 4 * torch.eye(4, dtype=torch.complex64))
+    b = torch.randn(4, 3, dtype=torch.complex64, generator=g)
+    for left in (True, False):
+        bb = b if left else b.mT
+        for view in (lambda t: t.conj(), lambda t: -t.conj(), lambda t: t):
+            expected = torch.linalg.solve_triangular(a.conj(), view(bb), upper=True, left=left)
+            got = torch.linalg.solve_triangular(a.to("tpu").conj(), view(bb.to("tpu")), upper=True,
+                                                left=left)
+            _same(got, expected, rtol=1e-4, atol=1e-4)
+    ar = torch.randn(4, 4, generator=g).triu() + 4 * torch.eye(4)
+    neg = torch.linalg.solve_triangular(ar.to("tpu")._neg_view(), b.real.to("tpu"), upper=True)
+    _same(neg, torch.linalg.solve_triangular(-ar, b.real, upper=True), rtol=1e-4, atol=1e-4)
+    # determinants of strided batches
+    x = torch.randn(5, 5, 5, generator=g)
+    for t in (x.transpose(0, 2), x.transpose(1, 2)[::2], x.permute(2, 0, 1)):
+        _same(torch.linalg.det(t.to("tpu")), torch.linalg.det(t), rtol=1e-4, atol=1e-4)
+        sign, logabs = torch.linalg.slogdet(t.to("tpu"))
+        esign, elogabs = torch.linalg.slogdet(t)
+        _same(sign, esign)
+        _same(logabs, elogabs, rtol=1e-4, atol=1e-4)
+
+
+def test_complex_scalars_of_addmm_and_baddbmm():
+    # "value cannot be converted to type double without overflow"
+    g = torch.Generator().manual_seed(1)
+    m, a, b = (torch.randn(s, dtype=torch.complex64, generator=g) for s in ((3, 2), (3, 4), (4, 2)))
+    for alpha, beta in ((1 + 2j, 1j), (2, 0.5j), (1j, 0)):
+        expected = torch.addmm(m, a, b, alpha=alpha, beta=beta)
+        _same(torch.addmm(m.to("tpu"), a.to("tpu"), b.to("tpu"), alpha=alpha, beta=beta), expected,
+              rtol=1e-4, atol=1e-4)
+        bm, ba, bb = m[None].repeat(2, 1, 1), a[None].repeat(2, 1, 1), b[None].repeat(2, 1, 1)
+        _same(torch.baddbmm(bm.to("tpu"), ba.to("tpu"), bb.to("tpu"), alpha=alpha, beta=beta),
+              torch.baddbmm(bm, ba, bb, alpha=alpha, beta=beta), rtol=1e-4, atol=1e-4)
