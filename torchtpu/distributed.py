@@ -313,6 +313,13 @@ class TpuProcessGroup(dist.ProcessGroup):
     alltoall_base = all_to_all_single
 
 
+# Under torch.compile, code that calls a collective (DDP's forward, a user's) must not have
+# Dynamo trace into the group's Python: each collective runs eagerly, as a C++ group's would.
+for _name, _method in list(vars(TpuProcessGroup).items()):
+    if callable(_method) and not _name.startswith("__"):
+        setattr(TpuProcessGroup, _name, torch._disable_dynamo(_method))
+
+
 def _allreduce_options(op) -> AllreduceOptions:
     o = AllreduceOptions()
     o.reduceOp = op

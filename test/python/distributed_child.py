@@ -109,6 +109,11 @@ def training(rank, size, dev):
         opt.step()
         opt.zero_grad()
     out["ddp_no_sync_buckets"] = [p.detach().cpu().tolist() for p in acc.module.parameters()]
+    # compiled mode: DDP under torch.compile(backend="tpu") (Dynamo splits the graph at the
+    # buckets so the all-reduces still overlap the backward pass)
+    cddp = torch.nn.parallel.DistributedDataParallel(small_model().to(dev))
+    steps(torch.compile(cddp, backend="tpu"), xs, ys)
+    out["ddp_compiled"] = [p.detach().cpu().tolist() for p in cddp.module.parameters()]
 
     def fsdp2(**kwargs):
         m = small_model().to(dev)
