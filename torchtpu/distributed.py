@@ -146,8 +146,9 @@ class TpuProcessGroup(dist.ProcessGroup):
             return
         described = [(str(t.dtype), tuple(t.shape)) for t in tensors]
         # (crc32: Python's own hash of a string differs between processes.)
+        # (On the CPU whatever torch.set_default_device says: it goes to Gloo as it is.)
         mine = torch.tensor([len(tensors), zlib.crc32(repr(described).encode())],
-                            dtype=torch.int64)
+                            dtype=torch.int64, device="cpu")
         everyone = [torch.empty_like(mine) for _ in range(self._size)]
         self._gloo.allgather([everyone], [mine]).wait()
         differ = [r for r, fp in enumerate(everyone) if not torch.equal(fp, mine)]
@@ -299,9 +300,10 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._gloo.recv_anysource(_views(tensors), tag)
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=AllgatherOptions()):
+        # output_lists[r][j]: the j-th input of rank r (one list per rank, not per input)
         work = None
-        for outs, inp in zip(output_lists, input_tensors, strict=True):
-            work = self.allgather([outs], [inp], opts)
+        for j, inp in enumerate(input_tensors):
+            work = self.allgather([[outs[j] for outs in output_lists]], [inp], opts)
             work.wait()
         return work if work is not None else _done()
 

@@ -70,6 +70,10 @@ def collectives(rank, size, dev):
     cpu = torch.ones(2)
     dist.all_reduce(cpu)  # CPU tensors go to Gloo as they are
     out["cpu_all_reduce"] = cpu.tolist()
+    with torch.device(dev):  # code that names no device (torch.set_default_device)
+        d = torch.ones(3)
+        dist.all_reduce(d)
+        out["default_device_all_reduce"] = d.cpu().tolist()
     dist.barrier()
     out["counters"] = {k: v for k, v in torchtpu.metrics.counters().items()
                        if k.startswith("collectives.")}
@@ -95,8 +99,13 @@ def training(rank, size, dev):
             opt.zero_grad()
         return m
 
-    ddp = steps(torch.nn.parallel.DistributedDataParallel(small_model().to(dev)), xs, ys)
+    ddp = torch.nn.parallel.DistributedDataParallel(small_model().to(dev))
+    ddp._set_ddp_runtime_logging_sample_rate(1)  # time every step (DDP's timer for tpu)
+    steps(ddp, xs, ys)
     out["ddp"] = [p.detach().cpu().tolist() for p in ddp.module.parameters()]
+    logged = ddp._get_ddp_logging_data()
+    out["ddp_timing_ns"] = [logged.get(k, 0) for k in ("avg_forward_compute_time",
+                                                       "avg_backward_compute_time")]
     # DDP with one small bucket per parameter, and no_sync(): gradients of two micro-batches
     # accumulated locally, all-reduced once with the second.
     acc = torch.nn.parallel.DistributedDataParallel(small_model().to(dev), bucket_cap_mb=0.0005)

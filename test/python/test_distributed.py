@@ -80,6 +80,7 @@ def test_every_collective_matches_its_definition(size, visible, tmp_path):
         assert out["all_to_all"] == [[float(10 * r + rank)] for r in ranks]
         assert out["ring"] == [float((rank - 1) % size)] * 2
         assert out["cpu_all_reduce"] == [float(size)] * 2
+        assert out["default_device_all_reduce"] == [float(size)] * 3
         # Charged and counted: one launch per collective, ICI time for the slice.
         assert out["counters"]["collectives.all_reduce"] >= 7
         assert out["counters"]["collectives.all_gather_bytes"] > 0
@@ -103,6 +104,7 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
              "tensor_parallel"]
     for rank, out in enumerate(results):
         assert sorted(k for k in kinds if k in out) == sorted(kinds)
+        assert all(t > 0 for t in out["ddp_timing_ns"]), out["ddp_timing_ns"]  # DDP's timer
         for kind in kinds:
             got = [torch.tensor(p) for p in out[kind]]
             assert len(got) == len(expected)
