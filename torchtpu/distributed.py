@@ -266,17 +266,20 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._issued("all_to_all", _nbytes([input]) * self._size, work)
 
     def alltoall(self, output_tensors, input_tensors, opts=AllToAllOptions()):
-        # (Gloo has no list all-to-all: one scatter per source rank.)
-        outs = _views(output_tensors)
-        work = None
-        for src in range(self._size):
-            so = ScatterOptions()
-            so.rootRank = src
-            scatter_in = [_views(input_tensors)] if src == self._rank else []
-            work = self._gloo.scatter([outs[src]], scatter_in, so)
-            work.wait()
+        # Gloo has no list all-to-all: the tensors (of any sizes, one dtype) travel flattened
+        # through its all-to-all with split sizes, then are copied to their places.
+        flat_in = torch.cat([t.reshape(-1) for t in input_tensors])
+        flat_out = torch.empty(sum(t.numel() for t in output_tensors), dtype=flat_in.dtype,
+                               device=flat_in.device)
+        work = self._gloo.alltoall_base(_view(flat_out), _view(flat_in),
+                                        [t.numel() for t in output_tensors],
+                                        [t.numel() for t in input_tensors], opts)
+        work.wait()
+        for t, part in zip(output_tensors, flat_out.split([t.numel() for t in output_tensors]),
+                           strict=True):
+            t.copy_(part.view(t.shape))
         return self._issued("all_to_all", _nbytes(input_tensors) * self._size,
-                            work if work is not None else _done())
+                            _done(output_tensors))
 
     def gather(self, output_tensors, input_tensors, opts=GatherOptions()):
         work = self._gloo.gather([_views(o) for o in output_tensors], _views(input_tensors), opts)

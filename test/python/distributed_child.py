@@ -54,6 +54,11 @@ def collectives(rank, size, dev):
     outs = [torch.empty(1, device=dev) for _ in range(size)]
     dist.all_to_all(outs, [torch.full((1,), float(10 * rank + j), device=dev) for j in range(size)])
     out["all_to_all"] = [t.cpu().tolist() for t in outs]
+    # of different sizes per peer: rank r sends j + 1 rows to rank j
+    outs = [torch.empty(rank + 1, 2, device=dev) for _ in range(size)]
+    dist.all_to_all(outs, [torch.full((j + 1, 2), float(10 * rank + j), device=dev)
+                           for j in range(size)])
+    out["all_to_all_uneven"] = [t.cpu().tolist() for t in outs]
     # send / recv around a ring
     s = torch.full((2,), float(rank), device=dev)
     rcv = torch.empty(2, device=dev)

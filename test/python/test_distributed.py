@@ -78,6 +78,7 @@ def test_every_collective_matches_its_definition(size, visible, tmp_path):
         assert out["reduce_scatter"] == [float(sum(r + rank for r in ranks))] * 2
         assert out["all_to_all_single"] == [float(10 * r + rank) for r in ranks]
         assert out["all_to_all"] == [[float(10 * r + rank)] for r in ranks]
+        assert out["all_to_all_uneven"] == [[[float(10 * r + rank)] * 2] * (rank + 1) for r in ranks]
         assert out["ring"] == [float((rank - 1) % size)] * 2
         assert out["cpu_all_reduce"] == [float(size)] * 2
         assert out["default_device_all_reduce"] == [float(size)] * 3
