@@ -19,3 +19,4 @@ elapsed_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 printf 'run.sh: configure+build took %d.%03d s\n' $((elapsed_ms / 1000)) $((elapsed_ms % 1000))
 
 ./build/linear_tpu
+./build/device_only

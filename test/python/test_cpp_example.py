@@ -15,6 +15,9 @@ def test_cpp_example_builds_and_matches_cpu():
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "linear_tpu: OK" in proc.stdout
+    # A program that names the device only (never calls torchtpu::init()) still has it: the
+    # linker used to drop libtorchtpu (--as-needed) and "tpu" was an unknown device.
+    assert "device_only: OK on tpu:0" in proc.stdout
 
 
 def test_parameters_keep_their_identity_when_moved():
