@@ -129,17 +129,26 @@ def training(rank, size, dev):
     steps(torch.compile(cddp, backend="tpu"), xs, ys)
     out["ddp_compiled"] = [p.detach().cpu().tolist() for p in cddp.module.parameters()]
 
-    def fsdp2(**kwargs):
+    def fsdp2(compiled=False, **kwargs):
         m = small_model().to(dev)
         for layer in m:
             if isinstance(layer, torch.nn.Linear):
                 fully_shard(layer, **kwargs)
         fully_shard(m, **kwargs)
-        steps(m, xs, ys)
+        if compiled:  # FSDP2's hooks break the graph (counted); the layers run as programs
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            cm = torch.compile(m, backend="tpu")
+            for _ in range(3):
+                torch.nn.functional.mse_loss(cm(xs), ys).backward()
+                opt.step()
+                opt.zero_grad()
+        else:
+            steps(m, xs, ys)
         return [p.full_tensor().detach().float().cpu().tolist() for p in m.parameters()]
 
     out["fsdp2"] = fsdp2()
     out["fsdp2_no_reshard"] = fsdp2(reshard_after_forward=False)
+    out["fsdp2_compiled"] = fsdp2(compiled=True)
     out["fsdp2_bf16"] = fsdp2(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16,
                                                               reduce_dtype=torch.float32))
     mesh = init_device_mesh("tpu", (size,))

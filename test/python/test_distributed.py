@@ -102,7 +102,7 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(tmp_path):
         opt.zero_grad()
     expected = [p.detach() for p in ref.parameters()]
     kinds = ["ddp", "ddp_no_sync_buckets", "ddp_compiled", "fsdp2", "fsdp2_no_reshard",
-             "tensor_parallel"]
+             "fsdp2_compiled", "tensor_parallel"]
     for rank, out in enumerate(results):
         assert sorted(k for k in kinds if k in out) == sorted(kinds)
         assert all(t > 0 for t in out["ddp_timing_ns"]), out["ddp_timing_ns"]  # DDP's timer
