@@ -167,7 +167,7 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const auto args = torch::jit::last(*stack, num_args);
-  const auto device = common_device(name, args);
+  const auto device = common_device(name, args, schema);
   if (!device) return false;  // no TPU tensor: nothing of the dry run's
   if (capture == Capture::fallback) note_fallback(name);
 

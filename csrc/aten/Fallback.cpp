@@ -65,7 +65,7 @@ void add_tensors(c10::ArrayRef<c10::IValue> values, std::vector<at::Tensor>& out
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::string name = op_name(op);
   const size_t num_args = op.schema().arguments().size();
-  const auto device = common_device(name, torch::jit::last(*stack, num_args));
+  const auto device = common_device(name, torch::jit::last(*stack, num_args), op.schema());
 
   note_fallback(name);
   if (device) wait_for_device(*device);  // the CPU kernel reads device memory as of now
@@ -88,12 +88,13 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 // except 0-dim CPU tensors, which act as scalars, and CPU index tensors of the advanced-indexing
 // ops (x[idx] and x[idx] = v with idx on the CPU work on CUDA: PyTorch moves the indices).
 std::optional<c10::Device> common_device(const std::string& name,
-                                         c10::ArrayRef<c10::IValue> args) {
+                                         c10::ArrayRef<c10::IValue> args,
+                                         const c10::FunctionSchema& schema) {
   std::optional<c10::Device> tpu;
   std::optional<c10::Device> cpu_nonscalar;
   // (looked at only when a list holds a CPU tensor: no lookup on the common path)
   auto takes_cpu_indices = [&name] { return op_traits(name).takes_cpu_indices; };
-  bool in_list = false;
+  bool in_list = false, written = false;
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     const auto d = t.device();
@@ -103,11 +104,15 @@ std::optional<c10::Device> common_device(const std::string& name,
                   "Expected all tensors to be on the same device, but found at least two "
                   "devices, ", *tpu, " and ", d, "! (in ", name, ")");
       tpu = d;
-    } else if (!(d.is_cpu() && t.dim() == 0)) {
+    } else if (written || !(d.is_cpu() && t.dim() == 0)) {
       cpu_nonscalar = d;
     }
   };
-  for (const auto& arg : args) {
+  const auto& arguments = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& arg = args[i];
+    const c10::AliasInfo* alias = i < arguments.size() ? arguments[i].alias_info() : nullptr;
+    written = alias != nullptr && alias->isWrite();
     if (arg.isTensor()) {
       visit(arg.toTensor());
     } else if (arg.isTensorList()) {

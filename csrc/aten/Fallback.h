@@ -30,10 +30,12 @@ void note_fallback(const std::string& name, const char* why = nullptr);
 
 
 // The device an op runs on, from its arguments on the stack, with CUDA's rule: all tensors on
-// one device except 0-dim CPU tensors (scalars); a mismatch raises CUDA's error. Without TPU
-// tensors, a TPU `device` argument; else nullopt.
+// one device except 0-dim CPU tensors read as scalars (never one the op writes: an out= tensor
+// on the CPU is refused); a mismatch raises CUDA's error. Without TPU tensors, a TPU `device`
+// argument; else nullopt.
 std::optional<c10::Device> common_device(const std::string& name,
-                                         c10::ArrayRef<c10::IValue> args);
+                                         c10::ArrayRef<c10::IValue> args,
+                                         const c10::FunctionSchema& schema);
 
 // Random ops on the host: for the lifetime of the loan, every Generator argument of the op on
 // the stack (the TPU generator given, or the device's default when none is) is replaced by a

@@ -298,7 +298,7 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
-  const auto device = common_device(name, torch::jit::last(*stack, num_args));
+  const auto device = common_device(name, torch::jit::last(*stack, num_args), schema);
   TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
 
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,

@@ -891,7 +891,8 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
       return d;
     }
   }
-  const auto device = aten::common_device(name, args);  // raises CUDA's device-mismatch error
+  // (raises CUDA's device-mismatch error)
+  const auto device = aten::common_device(name, args, op.schema());
   if (!device.has_value() || !device->is_privateuseone()) {
     d.run_now = FlushReason::unknown_op;
     return d;

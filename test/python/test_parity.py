@@ -113,3 +113,19 @@ def test_complex_scalars_of_addmm_and_baddbmm():
         bm, ba, bb = m[None].repeat(2, 1, 1), a[None].repeat(2, 1, 1), b[None].repeat(2, 1, 1)
         _same(torch.baddbmm(bm.to("tpu"), ba.to("tpu"), bb.to("tpu"), alpha=alpha, beta=beta),
               torch.baddbmm(bm, ba, bb, alpha=alpha, beta=beta), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_a_cpu_out_tensor_is_refused_even_when_zero_dim(mode):
+    # The rule that lets a 0-dim CPU tensor act as a scalar input applied to outputs too:
+    # torch.abs(0-dim tpu tensor, out=0-dim CPU tensor) wrote the CPU tensor.
+    torchtpu.set_eager_mode(mode)
+    x = torch.tensor(-0.5, device="tpu")
+    out = torch.empty(())
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.abs(x, out=out)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.tensor(2.0).add_(torch.ones((), device="tpu"))  # a CPU self is written too
+    # inputs keep the scalar rule
+    assert torch.add(torch.ones(3, device="tpu"), torch.tensor(2.0)).cpu().tolist() == [3.0] * 3
+    assert torch.abs(x, out=torch.empty((), device="tpu")).item() == 0.5
