@@ -129,3 +129,35 @@ def test_a_cpu_out_tensor_is_refused_even_when_zero_dim(mode):
     # inputs keep the scalar rule
     assert torch.add(torch.ones(3, device="tpu"), torch.tensor(2.0)).cpu().tolist() == [3.0] * 3
     assert torch.abs(x, out=torch.empty((), device="tpu")).item() == 0.5
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_the_ops_the_upstream_suites_found_wrong_match_the_cpu(mode):
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(2)
+    # index_copy under deterministic algorithms
+    torch.use_deterministic_algorithms(True)
+    try:
+        x, src = torch.zeros(5, 3), torch.arange(6.0).reshape(2, 3)
+        idx = torch.tensor([4, 1])
+        _same(x.to("tpu").index_copy(0, idx.to("tpu"), src.to("tpu")), x.index_copy(0, idx, src))
+    finally:
+        torch.use_deterministic_algorithms(False)
+    # batch norm in eval: empty saved statistics, as the meta kernel says
+    x = torch.randn(2, 3, 4, generator=g)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    cpu = torch.native_batch_norm(x, None, None, rm, rv, False, 0.1, 1e-5)
+    tpu = torch.native_batch_norm(x.to("tpu"), None, None, rm.to("tpu"), rv.to("tpu"), False, 0.1, 1e-5)
+    assert [t.shape for t in tpu] == [t.shape for t in cpu]
+    _same(tpu[0], cpu[0], rtol=1e-5, atol=1e-5)
+    # conj_physical of a conjugate view, complex32 through the fallback, group norm of a strided input
+    z = torch.randn(3, dtype=torch.complex64, generator=g)
+    _same(torch.conj_physical(z.to("tpu").conj()), torch.conj_physical(z.conj()))
+    h = torch.ones(3, dtype=torch.complex32)
+    _same(h.to("tpu") + h.to("tpu"), (h.to(torch.complex64) * 2).to(torch.complex32))
+    x = torch.randn(5, 6, 4, generator=g).transpose(0, 2)
+    _same(torch.nn.functional.group_norm(x.to("tpu"), 2), torch.nn.functional.group_norm(x, 2),
+          rtol=1e-4, atol=1e-4)
+    # histc of an all-inf input: the CPU's error
+    with pytest.raises(RuntimeError, match="not finite"):
+        torch.histc(torch.full((4,), float("inf"), device="tpu"), bins=4)
