@@ -67,8 +67,8 @@ def _views(tensors):
 
 
 class _InFlight(dist.Work):
-    """A collective's Work (Gloo's, or a finished one): waiting for it also ends the
-    collective's flight in the cost model (overlap of communication with compute)."""
+    """A collective's Work (Gloo's, or a finished one): waiting for it also makes the current
+    stream wait for the collective in the cost model's clocks (sim/Ledger.h)."""
 
     def __init__(self, work, flight: int):
         super().__init__()
@@ -80,23 +80,10 @@ class _InFlight(dist.Work):
         finally:
             _C.collective_waited(self._flight)
 
-    def get_future(self):
-        return self._work.get_future()
 
-    def is_completed(self):
-        return self._work.is_completed()
-
-    def is_success(self):
-        return self._work.is_success()
-
-    def exception(self):
-        return self._work.exception()
-
-    def result(self):
-        return self._work.result()
-
-    def source_rank(self):
-        return self._work.source_rank()
+# The rest of Work's interface answers from the wrapped Work.
+for _name in ("get_future", "is_completed", "is_success", "exception", "result", "source_rank"):
+    setattr(_InFlight, _name, lambda self, _name=_name: getattr(self._work, _name)())
 
 
 def _done(result=None):
