@@ -5,7 +5,10 @@
   runs a script once on the simulated device and prints, per chip, what its launches would take
   there: time, MXU utilisation, HBM traffic, intensity against the ridge point, the bottleneck,
   whether the peak memory fits in HBM, and the price per run (and per million tokens or samples
-  with ``--tokens`` / ``--samples``).
+  with ``--tokens`` / ``--samples``). With ``--nproc-per-node N`` the script runs as N ranks
+  under torchrun, one simulated chip each, and the estimate is the slice's: the step time of
+  the slowest rank, its collectives priced on ``--topology`` (a 2x2 slice, ...), the price of
+  every chip of the slice for that time.
 """
 from __future__ import annotations
 
@@ -133,12 +136,20 @@ def estimate_run(chips: list[str], prices: dict, items: float | None = None,
         chip = known[name]
         e = torchtpu.metrics.estimate(chip=name)
         price = prices.get(name)
-        seconds = e["device_time_s"]
+        # The run's time: devices run in parallel (one device: its time), less the ICI time
+        # compute hides; every device used is paid for that time.
+        seconds = e["parallel_time_s"]
         row = {
             "chip": name,
-            "device_time_s": seconds,
+            "chips": used,
+            "topology": e["topology"],
+            "time_s": seconds,
+            "device_time_s": e["device_time_s"],
+            "ici_time_s": e["ici_time_s"],
+            "ici_hidden_s": e["ici_hidden_s"],
             "launches": e["launches"],
-            "mxu_utilisation": e["flops"] / (chip["bf16_flops"] * seconds) if seconds else 0.0,
+            "mxu_utilisation": (e["flops"] / (chip["bf16_flops"] * used * seconds)
+                                if seconds else 0.0),
             "mxu_useful_fraction": e["mxu_useful_fraction"],
             "flops": e["flops"],
             "hbm_bytes": e["hbm_bytes"],
@@ -146,27 +157,76 @@ def estimate_run(chips: list[str], prices: dict, items: float | None = None,
             "ridge_point": e["ridge_point"],
             "bottleneck": e["bottleneck"],
             "terms_s": {"mxu": e["mxu_time_s"], "vpu": e["vpu_time_s"],
-                        "hbm": e["hbm_time_s"], "launch": e["launch_time_s"]},
+                        "hbm": e["hbm_time_s"], "ici": e["ici_time_s"],
+                        "launch": e["launch_time_s"]},
             "peak_memory_bytes": peak,
+            "bf16_flops_per_chip": chip["bf16_flops"],
             "hbm_capacity_bytes": chip["hbm_bytes"],
             "fits_in_hbm": peak <= chip["hbm_bytes"],
-            "devices_used": used,
             "price_per_chip_hour_usd": price,
-            # Device-seconds of every launch (all devices) at the chip-hour price.
-            "price_per_run_usd": seconds * price / 3600 if price else None,
             "priced_as_native_launches": e["priced_as_native"],
         }
-        if items and price:
-            row[f"price_per_million_{item_name}_usd"] = row["price_per_run_usd"] / items * 1e6
-        if items:
-            row[f"{item_name}_per_s"] = items / seconds if seconds else 0.0
-        rows.append(row)
+        rows.append(_add_prices(row, items, item_name))
     return rows
+
+
+def _add_prices(row: dict, items: float | None, item_name: str) -> dict:
+    """The price of the run: every chip used, for the run's time, at the chip-hour price."""
+    price, seconds = row["price_per_chip_hour_usd"], row["time_s"]
+    row["price_per_run_usd"] = row["chips"] * seconds * price / 3600 if price else None
+    if items and price:
+        row[f"price_per_million_{item_name}_usd"] = row["price_per_run_usd"] / items * 1e6
+    if items:
+        row[f"{item_name}_per_s"] = items / seconds if seconds else 0.0
+    return row
+
+
+def slice_rows(ranks: list[list[dict]], items: float | None, item_name: str) -> list[dict]:
+    """One row per chip for a slice, from each rank's rows (estimate_run in every rank): the
+    slice's step ends when its slowest rank's does; FLOPs, bytes and launches add up."""
+    out = []
+    for per_chip in zip(*ranks):
+        name = per_chip[0]["chip"]
+        slowest = max(per_chip, key=lambda r: r["time_s"])
+        chips = sum(r["chips"] for r in per_chip)
+        seconds = slowest["time_s"]
+        flops = sum(r["flops"] for r in per_chip)
+        hbm = sum(r["hbm_bytes"] for r in per_chip)
+        peak = max(r["peak_memory_bytes"] for r in per_chip)
+        row = dict(slowest)
+        row.update({
+            "chip": name,
+            "chips": chips,
+            "ranks": len(per_chip),
+            "time_s": seconds,
+            "time_per_rank_s": [r["time_s"] for r in per_chip],
+            "device_time_s": sum(r["device_time_s"] for r in per_chip),
+            "launches": sum(r["launches"] for r in per_chip),
+            "flops": flops,
+            "hbm_bytes": hbm,
+            "arithmetic_intensity": flops / hbm if hbm else 0.0,
+            "mxu_utilisation": (flops / (row["bf16_flops_per_chip"] * chips * seconds)
+                                if seconds else 0.0),
+            "peak_memory_bytes": peak,
+            "fits_in_hbm": peak <= slowest["hbm_capacity_bytes"],
+            "priced_as_native_launches": sum(r["priced_as_native_launches"] for r in per_chip),
+        })
+        out.append(_add_prices(row, items, item_name))
+    return out
 
 
 def _print_rows(rows: list[dict], item_name: str) -> None:
     print(f"\nestimated per chip (cost model, not measured; docs/insight.md). Prices: "
           f"{PRICES_SOURCE}.")
+    if any(r["chips"] > 1 for r in rows):
+        r = rows[0]
+        print(f"a slice of {r['chips']} chips ({r.get('ranks', 1)} ranks), topology "
+              f"{r['topology'] or 'none set (each group one ring)'}: time is the slowest "
+              "rank's step, ICI = its collectives' time (hidden: behind its compute), the price "
+              "pays every chip for that time")
+        for r in rows:
+            print(f"  {r['chip']}: ICI {r['ici_time_s'] * 1e3:.3f} ms, hidden "
+                  f"{r['ici_hidden_s'] * 1e3:.3f} ms")
     head = (f"{'chip':<5} {'time':>11} {'launches':>8} {'MXU util':>8} {'HBM traffic':>11} "
             f"{'FLOP/B':>8} {'ridge':>6} {'bound':>6} {'peak mem':>10} {'fits':>4} "
             f"{'$/run':>10}")
@@ -175,7 +235,7 @@ def _print_rows(rows: list[dict], item_name: str) -> None:
         head += f" {per_m:>12}"
     print(head)
     for r in rows:
-        t = r["device_time_s"]
+        t = r["time_s"]
         line = (f"{r['chip']:<5} {t * 1e3:>8.3f} ms {r['launches']:>8} "
                 f"{r['mxu_utilisation']:>8.1%} {_gib(r['hbm_bytes']):>11} "
                 f"{r['arithmetic_intensity']:>8.1f} {r['ridge_point']:>6.0f} "
@@ -211,8 +271,9 @@ def plot_roofline(rows: list[dict], path: str, ops: dict | None = None) -> None:
         ridge = peak / bw
         ax.plot([xs[0], ridge, xs[1]], [xs[0] * bw, peak, peak], color=color,
                 label=f"{r['chip']} roofline (ridge {ridge:.0f} FLOP/B)")
-        if r["device_time_s"] > 0 and r["arithmetic_intensity"] > 0:
-            ax.scatter([r["arithmetic_intensity"]], [r["flops"] / r["device_time_s"]],
+        if r["time_s"] > 0 and r["arithmetic_intensity"] > 0:
+            # Per chip: the run's FLOPs over its chips and its time.
+            ax.scatter([r["arithmetic_intensity"]], [r["flops"] / (r["chips"] * r["time_s"])],
                        color=color, marker="o", s=60, zorder=3,
                        label=f"{r['chip']}: this run, {r['mxu_utilisation']:.1%} of peak")
     ax.set_xscale("log")
@@ -238,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     p_est.add_argument("--plot", help="draw the roofline to this PNG file")
     p_est.add_argument("--price", action="append", default=[], metavar="CHIP=USD",
                        help="on-demand price per chip-hour (overrides the built-in table)")
+    p_est.add_argument("--nproc-per-node", type=int, metavar="N",
+                       help="run the script as N ranks under torchrun (one simulated chip each) "
+                            "and estimate the slice")
+    p_est.add_argument("--topology", metavar="AxB[xC]",
+                       help="the slice's ICI topology for the collectives, e.g. 2x2 or 2x2x4 "
+                            "(TORCHTPU_TOPOLOGY; per chip: v5e:4x4,v5p:2x2x4)")
+    p_est.add_argument("--rank-json", help=argparse.SUPPRESS)  # a rank of --nproc-per-node
     group = p_est.add_mutually_exclusive_group()
     group.add_argument("--tokens", type=float, help="tokens the script processes (for $/M)")
     group.add_argument("--samples", type=float, help="samples the script processes (for $/M)")
@@ -253,34 +321,83 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(d, f, indent=1, default=str)
         return 0
 
-    import torch
-
-    import torchtpu
-
     chips = [c.strip() for c in ns.chips.split(",") if c.strip()]
     prices = _parse_prices(ns.price)
-    for d in range(torch.tpu.device_count()):
-        torch.tpu.reset_peak_memory_stats(d)
-    torchtpu.metrics.reset()
-    print(f"[torchtpu estimate] running {ns.script} on the simulated TPU "
-          f"({torchtpu._C.chip()['name']}), then pricing it for {', '.join(chips)}", flush=True)
-    wall, error = _run_script(ns.script, ns.args)
     items = ns.tokens or ns.samples
     item_name = "tokens" if ns.tokens else "samples"
-    rows = estimate_run(chips, prices, items, item_name)
+    if ns.topology:
+        os.environ["TORCHTPU_TOPOLOGY"] = ns.topology  # read when the cost models are made
+    if ns.nproc_per_node:
+        rows, wall, error = _estimate_slice(ns, chips, items, item_name)
+    else:
+        rows, wall, error = _estimate_here(ns, chips, prices, items, item_name)
+        if ns.rank_json:  # one rank of a slice: the parent prints the slice's figures
+            with open(os.path.join(ns.rank_json, f"rank{os.environ.get('RANK', '0')}.json"),
+                      "w") as f:
+                json.dump({"rows": rows, "error": repr(error) if error else None}, f)
+            return 1 if error else 0
     print(f"\n[torchtpu estimate] {ns.script} ran in {wall:.1f} s on this host"
-          + (f" and raised {type(error).__name__}: {error}" if error else ""))
+          + (f" and raised {error}" if error else ""))
     _print_rows(rows, item_name)
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"script": ns.script, "args": ns.args, "host_wall_s": wall,
-                       "error": repr(error) if error else None, "prices_source": PRICES_SOURCE,
+                       "error": error, "prices_source": PRICES_SOURCE,
                        "chips": rows}, f, indent=1)
         print(f"wrote {ns.json}")
     if ns.plot:
         plot_roofline(rows, ns.plot)
         print(f"wrote {ns.plot}")
     return 1 if error else 0
+
+
+def _estimate_here(ns, chips, prices, items, item_name):
+    """Runs the script in this process and prices its launches for each chip."""
+    import torch
+
+    import torchtpu
+
+    for d in range(torch.tpu.device_count()):
+        torch.tpu.reset_peak_memory_stats(d)
+    torchtpu.metrics.reset()
+    if not ns.rank_json:
+        print(f"[torchtpu estimate] running {ns.script} on the simulated TPU "
+              f"({torchtpu._C.chip()['name']}), then pricing it for {', '.join(chips)}",
+              flush=True)
+    wall, error = _run_script(ns.script, ns.args)
+    rows = estimate_run(chips, prices, items, item_name)
+    return rows, wall, f"{type(error).__name__}: {error}" if error else None
+
+
+def _estimate_slice(ns, chips, items, item_name):
+    """Runs the script as ns.nproc_per_node ranks under torchrun, each estimating itself
+    (--rank-json), and combines the ranks' figures into the slice's."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="torchtpu-estimate-") as out:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc-per-node", str(ns.nproc_per_node), "-m", "torchtpu", "estimate",
+               "--rank-json", out, "--chips", ",".join(chips)]
+        cmd += [f"--price={p}" for p in ns.price]
+        cmd += [ns.script, *ns.args]
+        print(f"[torchtpu estimate] running {ns.script} as {ns.nproc_per_node} ranks under "
+              f"torchrun, one simulated chip each, then pricing the slice for "
+              f"{', '.join(chips)}", flush=True)
+        start = time.perf_counter()
+        code = subprocess.run(cmd, env=dict(os.environ)).returncode
+        wall = time.perf_counter() - start
+        ranks = []
+        for r in range(ns.nproc_per_node):
+            path = os.path.join(out, f"rank{r}.json")
+            if not os.path.exists(path):
+                raise SystemExit(f"[torchtpu estimate] rank {r} wrote no estimate (torchrun "
+                                 f"exited with {code}); see its output above")
+            with open(path) as f:
+                ranks.append(json.load(f))
+    errors = [f"rank {i}: {r['error']}" for i, r in enumerate(ranks) if r["error"]]
+    error = "; ".join(errors) or (f"torchrun exited with {code}" if code else None)
+    return slice_rows([r["rows"] for r in ranks], items, item_name), wall, error
 
 
 if __name__ == "__main__":

@@ -79,6 +79,9 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
              "launch": r["launches"] * r["launch_seconds"]}
     return {
         "chip": r["chip"],
+        # The slice's ICI topology collectives are priced on (TORCHTPU_TOPOLOGY), or None: each
+        # collective's group taken as one ring along one torus axis (docs/distributed.md).
+        "topology": r["topology"] or None,
         "device_time_s": seconds,
         "mxu_time_s": r["mxu_s"],
         "vpu_time_s": r["vpu_s"],

@@ -18,6 +18,7 @@
 #include "sim/Mxu.h"
 
 #include <ATen/core/CachingHostAllocator.h>
+#include <c10/util/StringUtil.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <torch/csrc/profiler/combined_traceback.h>
@@ -191,8 +192,9 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
   const sim::LedgerTotals totals = sim::ledger_totals(chip);
   PricedRun out;
   out.chip = chip.name;
-  out.launch_seconds = launch_us >= 0 ? launch_us * 1e-6
-                                      : sim::CostOptions::from_environment(chip.name).launch_seconds;
+  const sim::CostOptions options = sim::CostOptions::from_environment(chip.name);
+  out.topology = c10::Join("x", options.topology);
+  out.launch_seconds = launch_us >= 0 ? launch_us * 1e-6 : options.launch_seconds;
   const sim::Priced& a = totals.all;
   out.busy_s = a.busy_s;
   out.seconds = a.busy_s + double(a.launches) * out.launch_seconds;

@@ -135,6 +135,7 @@ double launch_seconds();
 // launch cost (TORCHTPU_LAUNCH_US or the default).
 struct PricedRun {
   std::string chip;
+  std::string topology;       // the slice's topology ("4x4"; empty: none set)
   double launch_seconds = 0;  // the launch cost used
   double seconds = 0, busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0;
   double flops = 0, mxu_flops = 0, hbm_bytes = 0;

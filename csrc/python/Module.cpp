@@ -326,6 +326,7 @@ PYBIND11_MODULE(_C, m) {
         {"mxu", r.bound_mxu}, {"vpu", r.bound_vpu}, {"hbm", r.bound_hbm}, {"ici", r.bound_ici}};
     d["priced_as_native"] = r.priced_as_native;
     d["hidden_ici_seconds"] = r.hidden_ici_seconds;
+    d["topology"] = r.topology;
     d["op_seconds"] = r.op_seconds;
     d["op_launches"] = r.op_launches;
     d["op_flops"] = r.op_flops;

@@ -4,9 +4,11 @@
 #include "sim/Ledger.h"
 
 #include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace torchtpu::sim {
 namespace {
@@ -50,44 +52,77 @@ Estimate& Estimate::operator+=(const Estimate& o) {
   return *this;
 }
 
+namespace {
+
+// A setting given for every chip ("1.5") or per chip ("v5e:2,v7:1"): the value for `chip`,
+// or nothing when the list does not name it.
+std::optional<std::string> setting_for_chip(const char* variable, const std::string& text,
+                                            const std::string& chip) {
+  if (text.find(':') == std::string::npos) return text;
+  std::optional<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    const size_t colon = item.find(':');
+    TORCH_CHECK_VALUE(colon != std::string::npos, variable, ": expected 'chip:value' items, got '",
+                      item, "' in '", text, "'");
+    const std::string name = item.substr(0, colon);
+    runtime::chip_by_name(name);  // an unknown chip is an error, naming the known ones
+    if (name == chip) out = item.substr(colon + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 CostOptions CostOptions::from_environment(const std::string& chip) {
   CostOptions o;
   if (auto us = runtime::env::get("TORCHTPU_LAUNCH_US")) {
-    // "1.5" (every chip) or "v5e:2,v7:1" (per chip; chips not named keep the default).
-    const std::string& text = *us;
-    auto parse = [&](const std::string& value) {
+    if (auto value = setting_for_chip("TORCHTPU_LAUNCH_US", *us, chip)) {
       double s = -1;
       try {
-        s = std::stod(value) * 1e-6;
+        s = std::stod(*value) * 1e-6;
       } catch (const std::exception&) {
       }
       TORCH_CHECK_VALUE(s >= 0, "TORCHTPU_LAUNCH_US must be a number of microseconds >= 0 or "
-                        "a list like 'v5e:2,v7:1', got '", text, "'");
-      return s;
-    };
-    if (text.find(':') == std::string::npos) {
-      o.launch_seconds = parse(text);
-    } else {
-      size_t start = 0;
-      while (start <= text.size()) {
-        const size_t end = std::min(text.find(',', start), text.size());
-        const std::string item = text.substr(start, end - start);
-        const size_t colon = item.find(':');
-        TORCH_CHECK_VALUE(colon != std::string::npos,
-                          "TORCHTPU_LAUNCH_US: expected 'chip:microseconds' items, got '", item,
-                          "' in '", text, "'");
-        const std::string name = item.substr(0, colon);
-        runtime::chip_by_name(name);  // an unknown chip is an error, naming the known ones
-        if (name == chip) o.launch_seconds = parse(item.substr(colon + 1));
-        start = end + 1;
-      }
+                        "a list like 'v5e:2,v7:1', got '", *us, "'");
+      o.launch_seconds = s;
     }
   }
   if (auto f = runtime::env::get("TORCHTPU_EMULATION_FACTOR")) {
     o.emulation_factor = std::stod(*f);
     TORCH_CHECK_VALUE(o.emulation_factor >= 1, "TORCHTPU_EMULATION_FACTOR must be >= 1, got ", *f);
   }
+  if (auto t = runtime::env::get("TORCHTPU_TOPOLOGY")) {
+    if (auto value = setting_for_chip("TORCHTPU_TOPOLOGY", *t, chip)) {
+      o.topology = parse_topology(*value);
+    }
+  }
   return o;
+}
+
+c10::SmallVector<int64_t, 3> parse_topology(const std::string& text) {
+  c10::SmallVector<int64_t, 3> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('x', start), text.size());
+    int64_t d = 0;
+    try {
+      size_t used = 0;
+      const std::string item = text.substr(start, end - start);
+      d = std::stoll(item, &used);
+      if (used != item.size()) d = 0;
+    } catch (const std::exception&) {
+    }
+    TORCH_CHECK_VALUE(d >= 1, "A slice topology is chips per torus axis, like '4x4' or "
+                      "'2x2x4' (TORCHTPU_TOPOLOGY, --topology); got '", text, "'");
+    dims.push_back(d);
+    start = end + 1;
+  }
+  TORCH_CHECK_VALUE(dims.size() <= 3, "A slice topology has at most 3 axes; got '", text, "'");
+  return dims;
 }
 
 CostModel::CostModel(const runtime::ChipSpec& chip, Options options)
@@ -167,40 +202,82 @@ Estimate CostModel::price(const Work& w) const {
 
 // ICI. Per-link bandwidth W (bidirectional) and the latency of a hop, from "How to Scale Your
 // Model" (jax-ml.github.io/scaling-book, "How to Think About TPUs" and "Sharded Matrices"):
-// W = 9e10 B/s on v4 and v5e, 1.8e11 B/s on v5p, v6e and v7; about 1 us per hop. A group of N
-// chips is taken as one ring along a torus axis; with a wraparound link (an axis of 16 chips on
-// the 2-D tori of v5e and v6e, a full cube of 4 on the 3-D tori of v4, v5p and v7) data flows
-// both ways at W, otherwise one way at W / 2. For the whole array of V bytes (the book's
+// W = 9e10 B/s on v4 and v5e, 1.8e11 B/s on v5p, v6e and v7; about 1 us per hop.
+//
+// A group of N chips lies along the axes of the slice's topology, filling the first axis, then
+// the second (a 4x4 slice: a group of 4 is one row, of 8 two rows, of 16 the whole slice); with
+// no topology set, the group is one ring of N chips along one axis. An axis with a wraparound
+// link (16 chips on the 2-D tori of v5e and v6e; 4 or more, a full cube edge, on the 3-D tori
+// of v4, v5p and v7) moves data both ways at W, one without it one way at W / 2; a collective
+// over several axes uses all of their links at once (the book's multi-axis formulas), so the
+// bandwidth W' is the sum over the group's axes. For the whole array of V bytes (the book's
 // bidirectional-ring formulas, with the exact (N - 1) / N factor):
 //   all-gather, reduce-scatter, broadcast, reduce: (N - 1) / N * V / W'
 //   all-reduce (a reduce-scatter then an all-gather): 2 (N - 1) / N * V / W'
 //   all-to-all: V / (4 W')
-//   send / recv: V / W' (one hop); barrier: latency only
-// and never less than the hops' latency: N / 2 hops (N - 1 one way) of 1 us.
+//   send / recv: V / (W / 2) (one link, one way) plus a hop; barrier: latency only
+// and never less than the hops' latency: per axis of A chips A / 2 hops (A - 1 without a
+// wraparound) of 1 us, summed over the axes.
 double CostModel::ici_seconds(const CollectiveWork& c) const {
   if (c.kind == CollectiveKind::none) return 0;
   const bool wide_links = chip_->name == "v5p" || chip_->name == "v6e" || chip_->name == "v7";
   const double link = wide_links ? 1.8e11 : 9e10;
   const bool torus_3d = chip_->name == "v4" || chip_->name == "v5p" || chip_->name == "v7";
   const int64_t n = std::max<int32_t>(c.chips, 1);
-  const bool wraparound = torus_3d ? n >= 4 : n >= 16;
-  const double w = wraparound ? link : link / 2;
-  const double hops = wraparound ? double(n) / 2 : double(n - 1);
+  // One transfer over one link, one way.
+  if (c.kind == CollectiveKind::send_recv) return c.bytes / (link / 2) + 1e-6;
+  if (n <= 1) return 0;
+  // The group's axes: (length, full axis of the slice).
+  c10::SmallVector<std::pair<int64_t, bool>, 3> axes;
+  const auto& topology = options_.topology;
+  if (topology.empty()) {
+    axes.push_back({n, true});
+  } else {
+    int64_t slice = 1, used_axes = 0;
+    for (int64_t d : topology) {
+      slice *= d;
+      used_axes += d > 1 ? 1 : 0;
+    }
+    TORCH_CHECK_VALUE(used_axes <= (torus_3d ? 3 : 2), "The slice topology ",
+                      c10::Join("x", topology), " has ", used_axes, " axes; ", chip_->name,
+                      "'s torus has ", torus_3d ? 3 : 2, " (set it per chip: "
+                      "TORCHTPU_TOPOLOGY='v5p:2x2x2,v5e:4x2')");
+    TORCH_CHECK_VALUE(n <= slice, "A collective over ", n, " chips does not fit the slice "
+                      "topology ", c10::Join("x", topology), " (", slice, " chips) set for ",
+                      chip_->name, ": give a topology of at least ", n, " chips");
+    int64_t left = n;
+    for (int64_t d : topology) {
+      if (left <= 1) break;
+      if (d == 1) continue;
+      const int64_t along = std::min(left, d);
+      TORCH_CHECK_VALUE(left % along == 0, "A group of ", n, " chips does not fill whole axes "
+                        "of the slice topology ", c10::Join("x", topology), " on ", chip_->name);
+      axes.push_back({along, along == d});
+      left /= along;
+    }
+  }
+  double bandwidth = 0, hops = 0;
+  for (const auto& [length, full] : axes) {
+    if (length <= 1) continue;
+    const bool wraparound = full && (torus_3d ? length >= 4 : length >= 16);
+    bandwidth += wraparound ? link : link / 2;
+    hops += wraparound ? double(length) / 2 : double(length - 1);
+  }
   const double latency = hops * 1e-6;
   const double share = double(n - 1) / double(n);
   double bandwidth_s = 0;
   switch (c.kind) {
-    case CollectiveKind::all_reduce: bandwidth_s = 2 * share * c.bytes / w; break;
+    case CollectiveKind::all_reduce: bandwidth_s = 2 * share * c.bytes / bandwidth; break;
     case CollectiveKind::all_gather:
     case CollectiveKind::reduce_scatter:
     case CollectiveKind::broadcast:
-    case CollectiveKind::reduce: bandwidth_s = share * c.bytes / w; break;
-    case CollectiveKind::all_to_all: bandwidth_s = c.bytes / (4 * w); break;
-    case CollectiveKind::send_recv: return c.bytes / w + 1e-6;
+    case CollectiveKind::reduce: bandwidth_s = share * c.bytes / bandwidth; break;
+    case CollectiveKind::all_to_all: bandwidth_s = c.bytes / (4 * bandwidth); break;
+    case CollectiveKind::send_recv:
     case CollectiveKind::barrier:
     case CollectiveKind::none: break;
   }
-  return n <= 1 ? 0 : std::max(latency, bandwidth_s);
+  return std::max(latency, bandwidth_s);
 }
 
 Estimate CostModel::collective(CollectiveKind kind, double bytes, int64_t chips) const {

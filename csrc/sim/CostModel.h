@@ -99,12 +99,19 @@ struct Estimate {
   Estimate& operator+=(const Estimate& other);  // sums terms (for a region of several parts)
 };
 
+// "4x4" or "2x2x4": chips per torus axis (a ValueError naming the format otherwise).
+c10::SmallVector<int64_t, 3> parse_topology(const std::string& text);
+
 // The assumptions of the cost model (not published figures), configurable per model.
 struct CostOptions {
   double launch_seconds = 2e-6;
   double emulation_factor = 10.0;
+  // The slice's ICI topology, chips per torus axis ({4, 4}: a 4x4 slice). Empty: each
+  // collective's group is one ring of its own along one axis (sim/CostModel.cpp, "ICI").
+  c10::SmallVector<int64_t, 3> topology;
   // TORCHTPU_LAUNCH_US (one figure, or per chip: "v5e:2,v7:1"), TORCHTPU_EMULATION_FACTOR,
-  // else the defaults above; for the chip named `chip`.
+  // TORCHTPU_TOPOLOGY ("4x4", or per chip: "v5e:4x4,v5p:2x2x4"), else the defaults above;
+  // for the chip named `chip`.
   static CostOptions from_environment(const std::string& chip);
 };
 
@@ -115,6 +122,7 @@ class CostModel {
 
   double launch_seconds() const { return options_.launch_seconds; }
   double emulation_factor() const { return options_.emulation_factor; }
+  const c10::SmallVector<int64_t, 3>& topology() const { return options_.topology; }
   const runtime::ChipSpec& chip() const { return *chip_; }
   double clock_hz() const { return clock_hz_; }
   int mxus() const { return chip_->mxus_per_core * chip_->tensor_cores; }

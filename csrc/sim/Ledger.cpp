@@ -118,6 +118,18 @@ Names& names() {
   return *n;
 }
 
+// The known chips: their cost models and launch costs, in runtime::all_chips() order.
+const std::vector<CostModel>& chip_models() {
+  static const std::vector<CostModel> models = [] {
+    std::vector<CostModel> m;
+    for (const auto& chip : runtime::all_chips()) {
+      m.emplace_back(chip, CostOptions::from_environment(chip.name));
+    }
+    return m;
+  }();
+  return models;
+}
+
 // Per-chip totals of folded entries, by op_device().
 using Folded = std::unordered_map<std::string, std::unordered_map<uint64_t, Priced>>;
 
@@ -127,14 +139,31 @@ struct Table {
   Folded folded;
 };
 
+// The duration of `work` on `model`'s chip; 0 where that chip cannot price it (a slice
+// topology its torus cannot have: pricing for that chip raises the error, this does not).
+double seconds_or_zero(const CostModel& model, const Work& work) {
+  try {
+    return model.price(work).seconds();
+  } catch (const c10::Error&) {
+    return 0;
+  }
+}
+
 void fold(Table& t) {
-  // Priced for every known chip with its own model: exact for those chips afterwards.
-  for (const auto& chip : runtime::all_chips()) {
-    const CostModel model(chip, CostOptions::from_environment(chip.name));
-    auto& per_op = t.folded[chip.name];
-    for (const auto& [key, count] : t.counts) {
-      per_op[op_device(key.op, key.device)].add(model.price(key.work), count);
+  // Priced for every known chip with its own model: exact for those chips afterwards. A chip
+  // that cannot price a launch (see seconds_or_zero) gets no folded totals: pricing the run for
+  // it then raises.
+  for (const CostModel& model : chip_models()) {
+    Folded::mapped_type per_op;
+    try {
+      for (const auto& [key, count] : t.counts) {
+        per_op[op_device(key.op, key.device)].add(model.price(key.work), count);
+      }
+    } catch (const c10::Error&) {
+      continue;
     }
+    auto& into = t.folded[model.chip().name];
+    for (auto& [op, priced] : per_op) into[op] += priced;
   }
   t.counts.clear();
 }
@@ -223,18 +252,6 @@ void trace(const std::string& op, const Estimate& e) {
 
 // ---- The overlap clocks (Ledger.h, "Overlap of communication with compute").
 
-// The known chips: their cost models and launch costs, in runtime::all_chips() order.
-const std::vector<CostModel>& chip_models() {
-  static const std::vector<CostModel> models = [] {
-    std::vector<CostModel> m;
-    for (const auto& chip : runtime::all_chips()) {
-      m.emplace_back(chip, CostOptions::from_environment(chip.name));
-    }
-    return m;
-  }();
-  return models;
-}
-
 // Times in seconds since the clocks started, one per known chip.
 using Times = std::vector<double>;
 
@@ -282,7 +299,7 @@ Times advance(const Work& work, int32_t device, bool on_ici) {
   const auto& models = chip_models();
   Times duration(models.size());
   for (size_t c = 0; c < models.size(); ++c) {
-    duration[c] = models[c].price(work).seconds();
+    duration[c] = seconds_or_zero(models[c], work);
   }
   Clocks& k = clocks();
   std::lock_guard<std::mutex> lock(k.mutex);

@@ -182,14 +182,95 @@ def test_the_estimate_command_prices_a_script_for_each_chip(tmp_path):
     assert list(rows) == ["v5e", "v6e", "v7"]
     for r in rows.values():
         assert r["device_time_s"] > 0 and r["fits_in_hbm"] and r["bottleneck"]
+        assert r["chips"] == 1 and r["time_s"] == r["device_time_s"]
         assert r["price_per_run_usd"] == pytest.approx(
-            r["device_time_s"] * r["price_per_chip_hour_usd"] / 3600)
+            r["time_s"] * r["price_per_chip_hour_usd"] / 3600)
         assert r["price_per_million_samples_usd"] == pytest.approx(
             r["price_per_run_usd"] / 64 * 1e6)
     assert rows["v7"]["price_per_chip_hour_usd"] == 5.0
     assert plot.stat().st_size > 10000
     for chip in rows:
         assert f"\n{chip} " in proc.stdout
+
+
+# A data-parallel step on two ranks, one simulated chip each (DDP all-reduces the gradients).
+DDP_STEP = """
+import torch, torch.distributed as dist, torchtpu
+dist.init_process_group()
+dev = torch.device("tpu", torch.tpu.current_device())
+torch.manual_seed(0)
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(256, 256).to(dev))
+torchtpu.metrics.reset()  # the step only (DDP's set-up broadcasts the parameters)
+loss = m(torch.randn(16, 256, device=dev)).square().mean()
+loss.backward()
+torch.tpu.synchronize()
+dist.destroy_process_group()
+print("step done")
+"""
+
+
+def test_the_estimate_command_estimates_a_slice_under_torchrun(tmp_path):
+    """--nproc-per-node runs the script as ranks under torchrun; the slice's time is its slowest
+    rank's, its collectives are priced on --topology, and the price pays every chip."""
+    script = tmp_path / "ddp_step.py"
+    script.write_text(DDP_STEP)
+    out_json = tmp_path / "slice.json"
+    proc = _torchtpu_command("estimate", "--nproc-per-node", "2", "--topology", "2x1",
+                             "--chips", "v5e,v5p", "--json", str(out_json), "--samples", "32",
+                             str(script))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "a slice of 2 chips (2 ranks), topology 2x1" in proc.stdout
+    rows = {r["chip"]: r for r in json.loads(out_json.read_text())["chips"]}
+    # The gradients' all-reduce (256 x 256 + 256 float32) on two chips: one link one way.
+    grad_bytes = (256 * 256 + 256) * 4
+    for chip, link in (("v5e", 9e10), ("v5p", 1.8e11)):
+        r = rows[chip]
+        assert r["chips"] == 2 and r["ranks"] == 2 and r["topology"] == "2x1"
+        assert r["time_s"] == max(r["time_per_rank_s"]) and min(r["time_per_rank_s"]) > 0
+        assert r["ici_time_s"] == pytest.approx(max(1e-6, 2 * 0.5 * grad_bytes / (link / 2)))
+        assert r["price_per_run_usd"] == pytest.approx(
+            2 * r["time_s"] * r["price_per_chip_hour_usd"] / 3600)
+        assert r["price_per_million_samples_usd"] == pytest.approx(
+            r["price_per_run_usd"] / 32 * 1e6)
+
+
+def test_the_ici_model_follows_the_slice_topology():
+    """TORCHTPU_TOPOLOGY lays each collective's group along the slice's axes: an all-reduce uses
+    the links of every axis it spans (a wraparound axis both ways at W, others one way at W / 2)
+    and waits for the hops of each; a topology the chip cannot have, or too small for the group,
+    is an error that says what to set."""
+    out = run_python("""
+import json, torchtpu
+res = {}
+for chip, chips in (("v5e", 4), ("v5e", 8), ("v5e", 16), ("v5p", 16), ("v5p", 64), ("v5p", 8)):
+    torchtpu.metrics.reset()
+    torchtpu._C.charge_collective("all_reduce", float(64 * 2**20), chips)
+    e = torchtpu.metrics.estimate(chip=chip)
+    res[f"{chip}/{chips}"] = [e["ici_time_s"], e["topology"]]
+for chips in (128,):
+    try:
+        torchtpu._C.charge_collective("all_reduce", 1024.0, chips)
+    except ValueError as err:
+        res["too_small"] = str(err)
+print(json.dumps(res))
+""", env=dict(os.environ, TORCHTPU_TOPOLOGY="v5e:4x4,v5p:4x4x4", TORCHTPU_CHIP="v5p"))
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    v = 64 * 2**20
+
+    def all_reduce(n, bandwidth, hops):
+        return max(hops * 1e-6, 2 * (n - 1) / n * v / bandwidth)
+
+    w5e, w5p = 9e10, 1.8e11
+    assert res["v5e/4"] == [pytest.approx(all_reduce(4, w5e / 2, 3)), "4x4"]       # a row
+    assert res["v5e/8"][0] == pytest.approx(all_reduce(8, w5e, 3 + 1))           # two rows
+    assert res["v5e/16"][0] == pytest.approx(all_reduce(16, w5e, 6))             # the slice
+    assert res["v5p/16"] == [pytest.approx(all_reduce(16, 2 * w5p, 4)), "4x4x4"]  # wraparounds
+    assert res["v5p/64"][0] == pytest.approx(all_reduce(64, 3 * w5p, 6))
+    assert res["v5p/8"][0] == pytest.approx(all_reduce(8, w5p + w5p / 2, 2 + 1))
+    assert "over 128 chips does not fit the slice topology 4x4x4 (64 chips)" in res["too_small"]
+    bad = run_python("import torchtpu\ntorchtpu._C.charge_collective('all_reduce', 8.0, 2)",
+                     env=dict(os.environ, TORCHTPU_TOPOLOGY="2x2x2"), check=False)
+    assert "has 3 axes; v5e's torus has 2" in bad.stderr and "v5p:2x2x2" in bad.stderr
 
 
 def test_the_estimate_command_reports_a_failing_script(tmp_path):
