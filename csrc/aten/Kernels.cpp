@@ -26,6 +26,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/ops/histc.h>
+#include <ATen/ops/mode.h>
 #include <ATen/ops/mse_loss.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/mean.h>
@@ -502,6 +503,33 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const c10::Scalar& min,
   return on_device(result, self.device());
 }
 
+// torch.mode(..., out=): PyTorch's out= variant is a composite that accepts only CPU, CUDA and
+// XPU tensors. Here: the same argument checks, the op itself (the host executor's), and the
+// results written to the out= tensors, resized as PyTorch resizes them (with its warning when
+// a non-empty tensor has another shape).
+std::tuple<at::Tensor&, at::Tensor&> mode_values(const at::Tensor& self, int64_t dim,
+                                                 bool keepdim, at::Tensor& values,
+                                                 at::Tensor& indices) {
+  TORCH_CHECK(self.layout() == at::Layout::Strided, "mode only supports strided layout, got: ",
+              self.layout());
+  for (const auto& [out, what] : {std::pair<const at::Tensor&, const char*>{values, "values"},
+                                  {indices, "indices"}}) {
+    TORCH_CHECK(out.device() == self.device(), "expected device '", self.device(), "' but got '",
+                out.device(), "' for ", what, " output");
+  }
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), "expected scalar type '",
+              self.scalar_type(), "' but got '", values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type '", at::kLong,
+              "' but got '", indices.scalar_type(), "' for indices output");
+  const c10::DeviceGuard guard(self.device());
+  auto [v, i] = at::mode(self, dim, keepdim);
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Batch norm. native_batch_norm updates running_mean/running_var in place although its schema
 // does not mark them as written, so the copying CPU fallback would lose the update. It runs on
@@ -638,6 +666,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("one_hot", entry(TORCH_FN(one_hot), Capture::none));
   m.impl("record_stream", entry(TORCH_FN(record_stream), Capture::view));
   m.impl("histc", entry(TORCH_FN(histc), Capture::none));
+  m.impl("mode.values", entry(TORCH_FN(mode_values), Capture::none));
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));

@@ -161,3 +161,30 @@ def test_the_ops_the_upstream_suites_found_wrong_match_the_cpu(mode):
     # histc of an all-inf input: the CPU's error
     with pytest.raises(RuntimeError, match="not finite"):
         torch.histc(torch.full((4,), float("inf"), device="tpu"), bins=4)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_mode_with_out_tensors_works_like_the_cpu(mode):
+    # torch.mode(..., out=...) raised "mode only supports CPU, CUDA and XPU device type".
+    torchtpu.set_eager_mode(mode)
+    x = torch.tensor([[1.0, 2, 2, 5], [3, 3, 1, 1], [4, 0, 4, 0]])
+    want = torch.mode(x, 1)
+    values, indices = torch.empty(3, device="tpu"), torch.empty(3, dtype=torch.long, device="tpu")
+    got = torch.mode(x.to("tpu"), 1, out=(values, indices))
+    assert got.values is values and got.indices is indices
+    _same(values, want.values)
+    _same(indices, want.indices)
+    # a non-empty out= of another shape is resized, with the CPU's deprecation warning
+    values, indices = torch.empty(7, device="tpu"), torch.empty(0, dtype=torch.long, device="tpu")
+    with pytest.warns(UserWarning, match="was resized"):
+        torch.mode(x.to("tpu"), 0, keepdim=True, out=(values, indices))
+    want = torch.mode(x, 0, keepdim=True)
+    assert values.shape == want.values.shape == (1, 4)
+    _same(values, want.values)
+    _same(indices, want.indices)
+    # outputs on the CPU, or of the wrong dtype, are refused as the CPU refuses them
+    with pytest.raises(RuntimeError, match="expected device 'tpu:0' but got 'cpu' for values"):
+        torch.mode(x.to("tpu"), 1, out=(torch.empty(3), torch.empty(3, dtype=torch.long)))
+    with pytest.raises(RuntimeError, match="expected scalar type 'Long' but got 'Int'"):
+        torch.mode(x.to("tpu"), 1, out=(torch.empty(3, device="tpu"),
+                                         torch.empty(3, dtype=torch.int, device="tpu")))
