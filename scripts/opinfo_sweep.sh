@@ -8,15 +8,23 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 mkdir -p build
 status=0
+start=$(date +%s)
+done_shards=0
+fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 for mode in strict fused; do
   report=build/opinfo_$mode.jsonl
   rm -f "$report"
   for i in 0 1 2 3 4 5 6 7; do
-    echo "== $mode eager, shard $i/8"
+    elapsed=$(($(date +%s) - start))
+    eta=""
+    if ((done_shards > 0)); then eta=", ETA $(fmt $((elapsed * (16 - done_shards) / done_shards)))"; fi
+    echo "== $mode eager, shard $i/8 ($((done_shards + 1)) of 16, elapsed $(fmt $elapsed)$eta)"
     (cd test/opinfo && TORCHTPU_EAGER_MODE=$mode TORCHTPU_OPINFO_SHARD=$i/8 \
        TORCHTPU_OPINFO_REPORT=../../$report \
        "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py) || status=1
+    done_shards=$((done_shards + 1))
   done
 done
+echo "== OpInfo sweep: 16 shards in $(fmt $(($(date +%s) - start)))"
 "$PYTHON" tools/coverage_report.py build/opinfo_strict.jsonl --fused build/opinfo_fused.jsonl
 exit $status

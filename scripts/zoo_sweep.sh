@@ -16,7 +16,11 @@ for ((i = 0; i < SHARDS; i++)); do
     --out "build/zoo_shard$i.jsonl" > "build/zoo_shard$i.log" 2>&1 &
   pids+=($!)
 done
-echo "== model zoo: $SHARDS shards running (progress in build/zoo_shard*.log)"
+echo "== model zoo: $SHARDS shards running (each item in build/zoo_shard*.log)"
+logs=()
+for ((i = 0; i < SHARDS; i++)); do logs+=("build/zoo_shard$i.log"); done
+"$PYTHON" tools/sweep_progress.py --label "model zoo (${MODES:-strict,fused})" --every 30 \
+  --pids "$(IFS=,; echo "${pids[*]}")" "${logs[@]}"
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 "$PYTHON" test/models/zoo.py --report build/zoo_shard*.jsonl --report-to "${REPORT:-docs/models.md}" || status=1
