@@ -35,6 +35,9 @@ from . import debug  # noqa: E402,F401
 from . import metrics  # noqa: E402
 from . import _inductor_route  # noqa: E402
 from . import _meta_kernels  # noqa: E402
+from . import _accelerate_hook  # noqa: E402
+
+_accelerate_hook.install()
 
 _meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 
