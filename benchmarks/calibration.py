@@ -10,11 +10,12 @@ FLOPs per chip), bf16, forward with labels, backward, AdamW, in a dry run (no va
 
 What the estimate leaves out or adds (why the ratio is not 1): collectives (FSDP all-gathers
 and reduce-scatters; the published runs overlap most of them), rematerialisation (MaxText
-recomputes parts of the forward pass; that adds FLOPs to the measured step), and torchtpu's
-eager attention (the "math" scaled-dot-product attention, which writes the attention matrix to
-HBM; MaxText uses a fused flash attention kernel). So the estimate is of the same work run as
-eager PyTorch ops, not of MaxText's compiled program. float32 matmuls (PyTorch's math attention
-upcasts bf16 inputs to float32) run at one bf16 pass, as JAX runs them on TPUs by default
+recomputes parts of the forward pass; that adds FLOPs to the measured step), and element-wise
+work run as separate eager ops (each through HBM; MaxText fuses it). Attention is torchtpu's
+fused kernel (scaled_dot_product_attention's overrideable backend: the score matrix stays in
+VMEM, as in MaxText's flash attention). So the estimate is of the same work run as eager
+PyTorch ops with fused attention, not of MaxText's compiled program. float32 matmuls (where a
+model upcasts) run at one bf16 pass, as JAX runs them on TPUs by default
 (torch.set_float32_matmul_precision("medium"); PyTorch's default "highest" would price six).
 
     python benchmarks/calibration.py [--only NAME] [--layers-scale 1.0]

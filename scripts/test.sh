@@ -20,14 +20,14 @@ echo "== Python tests (pytest) again in fused eager (DeferAndFuse)"
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q "$@"
 echo "== stress suite, short tier (one round of each kind per mode, about 20 s each: the mode alone, modes switched, interrupted; the release tier is scripts/stress.sh)"
 "$PYTHON" test/stress/stress.py --seconds 10 --round 4
-echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo sweep CI tier (shard 0 of 8)"
-(cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
+echo "== PyTorch ModuleInfo and OptimizerInfo sweeps (all entries), OpInfo error inputs (raised at the call), OpInfo sweep CI tier (shard 0 of 8)"
+(cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py test_errors.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "== ModuleInfo and the OpInfo shard again compiled: torch.compile(backend=\"tpu\") against the CPU (OpInfo: against the op compiled by PyTorch's aot_eager)"
 (cd test/opinfo && TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 (cd test/opinfo && TORCHTPU_COMPILED=1 "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
 echo "== the same sweeps in fused eager"
-(cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py)
+(cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py test_errors.py)
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 echo "== transformers model zoo, CI tier (5 architectures: strict and compiled, then fused; the sweep is scripts/zoo_sweep.sh)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py

@@ -102,6 +102,16 @@ EntryHook entry_hook();
 
 // True while a torchtpu kernel runs on this thread.
 bool inside_kernel();
+
+// Argument checks made on the issuing thread at the call, before the op is queued or recorded
+// (aten/CallChecks.cpp): the checks that otherwise live only inside CPU kernels run later.
+struct CallChecks {
+  c10::SmallVector<uint8_t, 2> outs;  // the out= tensor arguments (no internal overlap)
+  void (*specific)(const torch::jit::Stack& stack, size_t base) = nullptr;  // the op's own
+  bool any() const { return !outs.empty() || specific != nullptr; }
+};
+CallChecks call_checks_of(const c10::OperatorHandle& op);
+void check_at_call(const CallChecks& checks, const torch::jit::Stack& stack, size_t num_args);
 class KernelScope {
  public:
   KernelScope();
@@ -120,6 +130,10 @@ class EntryKernel final : public c10::OperatorKernel {
     const runtime::OpModeScope mode;
     normalize_tensor_lists(stack, op.schema().arguments().size());
     if (!inside_kernel()) {
+      if (capture_ != Capture::fallback) {  // (the fallback runs the CPU kernel at the call)
+        const CallChecks& c = checks(op);
+        if (c.any()) check_at_call(c, *stack, op.schema().arguments().size());
+      }
       if (runtime::dry_run()) {
         // A dry run: metadata and a charge, no device work (aten/DryRun.h).
         if (dry_run_op(op, stack, capture_, traits(op), name(op))) {
@@ -170,8 +184,15 @@ class EntryKernel final : public c10::OperatorKernel {
     return *t;
   }
 
+  const CallChecks& checks(const c10::OperatorHandle& op) {
+    std::call_once(checked_, [&] { checks_ = call_checks_of(op); });
+    return checks_;
+  }
+
   c10::KernelFunction kernel_;
   Capture capture_;
+  std::once_flag checked_;
+  CallChecks checks_;                                 // call_checks_of(op), found once
   std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
   std::atomic<const OpTraits*> traits_{nullptr};      // this op's traits, found once
   std::once_flag named_;

@@ -10,10 +10,17 @@
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
+#include "runtime/Device.h"
 #include "runtime/Metrics.h"
 #include "sim/Mxu.h"
 
 #include <ATen/ExpandUtils.h>
+#include <numeric>
+#include <ATen/SDPBackend.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>
@@ -427,7 +434,200 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   return result;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fused attention (docs/simulated-chip.md, "Fused attention"). scaled_dot_product_attention on
+// tpu picks PyTorch's "overrideable" backend (_fused_sdp_choice) when it can: 4-D inputs (key
+// and value heads dividing the query heads: grouped-query attention), no dropout, a mask that needs no gradient, float32 / bfloat16 / float16. The
+// forward is one launch that never writes the L x S score matrix to HBM: flash-style, each
+// block of query rows runs QK^T, an online softmax and PV in VMEM, so HBM moves Q, K, V, the
+// mask, the output and the row log-sum-exp; the backward recomputes the scores from those (five
+// products). The host computes it with PyTorch's CPU flash-attention kernels; Q, K and V (and
+// the output gradient) enter them as the MXU's passes take them at the current precision
+// (default: rounded to bf16), the probabilities in float32.
+
+// K and V of one (batch, head) are read from HBM once when they fit half of VMEM; otherwise
+// once per block of 512 query rows.
+double attention_kv_reads(int64_t L, int64_t S, int64_t E, int64_t Ev, int64_t bytes) {
+  const double per_head = double(S) * double(E + Ev) * double(bytes);
+  if (per_head <= double(runtime::current_chip().vmem_bytes) / 2) return 1;
+  return double((L + 511) / 512);
+}
+
+sim::Estimate attention_estimate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const at::Tensor& mask, bool backward) {
+  const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
+  const int64_t batch = L * E > 0 ? q.numel() / (L * E) : 0;
+  const int bytes = static_cast<int>(q.element_size());
+  auto padded = [](const at::Tensor& t) {
+    return t.defined() ? sim::CostModel::padded_bytes(t.sizes(), static_cast<int>(t.element_size()))
+                       : 0.0;
+  };
+  const double kv = attention_kv_reads(L, S, E, Ev, bytes) * (padded(k) + padded(v));
+  const double out = sim::CostModel::padded_bytes({batch, L, Ev}, bytes);
+  const double lse = sim::CostModel::padded_bytes({batch, L}, 4);
+  const auto dtype = q.scalar_type();
+  const auto& model = sim::cost_model();
+  sim::Estimate e;
+  if (!backward) {
+    // QK^T, then PV; the softmax (scale, mask, max, exp, sum, rescale) on the VPU.
+    const double hbm = padded(q) + kv + padded(mask) + out + lse;
+    e = model.combine(sim::matmul_estimate(batch, L, E, S, dtype, hbm),
+                      sim::matmul_estimate(batch, L, S, Ev, dtype, 0));
+    e = model.combine(e, model.vector(batch * L * S, 6.0, 0));
+  } else {
+    // Read Q, K, V, O, dO, the mask and the log-sum-exp; write dQ, dK, dV. Products: S = QK^T
+    // again, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+    const double hbm = 2 * (padded(q) + padded(k) + padded(v)) + 2 * out + padded(mask) + lse +
+                       (kv - padded(k) - padded(v));
+    e = model.combine(sim::matmul_estimate(batch, L, E, S, dtype, hbm),
+                      sim::matmul_estimate(batch, S, L, Ev, dtype, 0));
+    e = model.combine(e, sim::matmul_estimate(batch, L, Ev, S, dtype, 0));
+    e = model.combine(e, sim::matmul_estimate(batch, L, S, E, dtype, 0));
+    e = model.combine(e, sim::matmul_estimate(batch, S, L, E, dtype, 0));
+    e = model.combine(e, model.vector(batch * L * S, 8.0, 0));
+  }
+  return e;
+}
+
+bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const std::optional<at::Tensor>& mask, double dropout_p) {
+  const auto dtype = q.scalar_type();
+  const bool floating = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
+  return floating && k.scalar_type() == dtype && v.scalar_type() == dtype && q.dim() == 4 &&
+         k.dim() == 4 && v.dim() == 4 && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
+         k.size(1) == v.size(1) &&
+         q.size(0) == k.size(0) && k.size(0) == v.size(0) && q.size(-1) == k.size(-1) &&
+         k.size(-2) == v.size(-2) && dropout_p == 0.0 && !q.is_nested() &&
+         !(mask.has_value() && mask->defined() && mask->requires_grad());
+}
+
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa) {
+  const auto& context = at::globalContext();
+  const bool heads_ok = q.dim() != 4 || k.dim() != 4 || q.size(1) == k.size(1) || enable_gqa;
+  if (context.userEnabledOverrideableSDP() && heads_ok &&
+      fused_attention_fits(q, k, v, mask, dropout_p)) {
+    return static_cast<int64_t>(at::SDPBackend::overrideable);
+  }
+  return static_cast<int64_t>(context.userEnabledMathSDP() ? at::SDPBackend::math
+                                                           : at::SDPBackend::error);
+}
+
+// Grouped-query attention: query head h reads key/value head h / group. The host kernel takes
+// the key and value heads repeated; their gradients are summed back over each group.
+at::Tensor heads_repeated(const at::Tensor& x, int64_t group) {
+  return group == 1 ? x : x.repeat_interleave(group, /*dim=*/1);
+}
+at::Tensor heads_summed(const at::Tensor& g, int64_t group) {
+  if (group == 1) return g;
+  return g.unflatten(1, {g.size(1) / group, group}).sum(2);
+}
+
+at::Tensor mxu_operand(const at::Tensor& x, sim::Precision precision) {
+  return x.scalar_type() == at::kFloat && precision == sim::Precision::kDefault ? sim::bf16_hi(x)
+                                                                                : x;
+}
+
+// A device tensor of `sizes` laid out as `like` is (PyTorch's meta kernel for the fused
+// attention ops does the same: alloc_with_matching_layout).
+at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
+  std::vector<int64_t> order(like.dim());
+  std::iota(order.begin(), order.end(), 0);
+  if (like.sizes() == sizes) {
+    return at::empty_like(like.transpose(1, 2)).transpose(1, 2);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  std::vector<int64_t> permuted;
+  for (int64_t d : order) permuted.push_back(sizes[d]);
+  return at::empty(permuted, like.options()).permute(order);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
+           at::Tensor, at::Tensor>
+fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
+                bool return_debug_mask, std::optional<double> scale) {
+  TORCH_CHECK(fused_attention_fits(q, k, v, attn_bias, dropout_p),
+              "_scaled_dot_product_fused_attention_overrideable on tpu takes 4-D float32, "
+              "bfloat16 or float16 query, key and value (key/value heads dividing the query "
+              "heads), no dropout and a "
+              "mask without gradient; scaled_dot_product_attention picks the math path otherwise");
+  TORCH_CHECK(!return_debug_mask, "tpu's fused attention keeps no attention weights "
+              "(return_debug_mask=True): use the math path");
+  const at::Tensor mask = attn_bias.has_value() ? *attn_bias : at::Tensor();
+  check_same_device("aten::_scaled_dot_product_fused_attention_overrideable",
+                    {&q, &k, &v, mask.defined() ? &mask : nullptr});
+  wait_for_device(q.device());
+  const auto precision = sim::current_precision();
+  std::optional<at::Tensor> h_mask;
+  if (mask.defined()) h_mask = host_alias(mask);
+  const int64_t group = q.size(1) / k.size(1);  // grouped-query attention: query heads per KV head
+  auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+      mxu_operand(host_alias(q), precision),
+      mxu_operand(heads_repeated(host_alias(k), group), precision),
+      mxu_operand(heads_repeated(host_alias(v), group), precision), 0.0, is_causal, h_mask, scale);
+  std::vector<int64_t> out_sizes = q.sizes().vec();
+  out_sizes.back() = v.size(-1);
+  at::Tensor out = device_like(q, out_sizes);
+  host_alias(out).copy_(h_out);
+  at::Tensor lse = on_device(h_lse.contiguous(), q.device());
+  sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
+              attention_estimate(q, k, v, mask, false));
+  const auto seed_options = q.options().dtype(at::kLong);
+  return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
+          at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& cum_seq_q, const at::Tensor& cum_seq_k,
+    c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
+    const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
+  TORCH_CHECK(dropout_p == 0.0, "tpu's fused attention has no dropout");
+  TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined()),
+              "tpu's fused attention gives no gradient for the mask (scaled_dot_product_attention "
+              "picks the math path for a mask that requires grad)");
+  check_same_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
+                    {&grad_out, &q, &k, &v, &out, &logsumexp});
+  wait_for_device(q.device());
+  const auto precision = sim::current_precision();
+  std::optional<at::Tensor> h_mask;
+  if (attn_bias.defined()) h_mask = host_alias(attn_bias);
+  const int64_t group = q.size(1) / k.size(1);
+  auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+      mxu_operand(host_alias(grad_out), precision), mxu_operand(host_alias(q), precision),
+      mxu_operand(heads_repeated(host_alias(k), group), precision),
+      mxu_operand(heads_repeated(host_alias(v), group), precision),
+      host_alias(out), host_alias(logsumexp), 0.0, is_causal, h_mask, scale);
+  gk = heads_summed(gk, group);
+  gv = heads_summed(gv, group);
+  auto to_device = [](const at::Tensor& host, const at::Tensor& like) {
+    at::Tensor d = at::empty_like(like);
+    host_alias(d).copy_(host);
+    return d;
+  };
+  std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> result{
+      grad_input_mask[0] ? to_device(gq, q) : at::Tensor(),
+      grad_input_mask[1] ? to_device(gk, k) : at::Tensor(),
+      grad_input_mask[2] ? to_device(gv, v) : at::Tensor(),
+      // Not asked for (a mask that needs a gradient takes the math path); shaped as PyTorch's
+      // meta kernel shapes it, which fused eager and torch.compile plan with. Never written.
+      attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor()};
+  sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
+              attention_estimate(q, k, v, attn_bias, true));
+  return result;
+}
+
 }  // namespace
+
+int64_t fused_sdp_choice_stub(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const std::optional<at::Tensor>& mask, double dropout_p,
+                              bool is_causal, std::optional<double> scale, bool enable_gqa) {
+  return fused_sdp_choice(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
+}
 
 std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
                                              c10::ArrayRef<c10::IValue> args,
@@ -445,6 +645,14 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
   if (base == "aten::convolution_overrideable") {
     return estimate_convolution(arg(0), arg(1), args[2].isTensor() ? arg(2) : at::Tensor(), out,
                                 args[6].toBool(), args[8].toInt());
+  }
+  if (base == "aten::_scaled_dot_product_fused_attention_overrideable") {
+    return attention_estimate(arg(0), arg(1), arg(2), args[3].isTensor() ? arg(3) : at::Tensor(),
+                              false);
+  }
+  if (base == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
+    return attention_estimate(arg(1), arg(2), arg(3), args[4].isTensor() ? arg(4) : at::Tensor(),
+                              true);
   }
   if (base == "aten::convolution_backward_overrideable") {
     const auto mask = args[9].to<std::vector<bool>>();
@@ -468,6 +676,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          entry(TORCH_FN(convolution_overrideable), Capture::new_results));
   m.impl("convolution_backward_overrideable",
          entry(TORCH_FN(convolution_backward_overrideable), Capture::new_results));
+  m.impl("_fused_sdp_choice", entry(TORCH_FN(fused_sdp_choice), Capture::none));
+  m.impl("_scaled_dot_product_fused_attention_overrideable",
+         entry(TORCH_FN(fused_attention), Capture::new_results));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward",
+         entry(TORCH_FN(fused_attention_backward), Capture::new_results));
 }
 
 namespace {
@@ -481,3 +694,9 @@ ResultInHostMemory::~ResultInHostMemory() { result_in_host_memory = previous_; }
 bool ResultInHostMemory::active() { return result_in_host_memory; }
 
 }  // namespace torchtpu::aten
+
+// The same choice for PyTorch's meta function of _fused_sdp_choice (fake tensors of device
+// "tpu", as torch.compile traces them), which asks the PrivateUse1 dispatch stub.
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torchtpu::aten::fused_sdp_choice_stub)
+}  // namespace at::native

@@ -278,3 +278,131 @@ def test_a_pipeline_keeps_its_model_on_tpu(tmp_path):
     assert got[0]["label"] == want[0]["label"]
     assert got[0]["score"] == pytest.approx(want[0]["score"], rel=1e-3)
     assert next(pipe.model.parameters()).device == torch.device("tpu", 0)  # still there
+
+
+def _attention_case(dtype, causal, masked, gen):
+    B, H, L, S, E = 2, 3, 40, 24 if not causal else 40, 16
+    q, k, v = (torch.randn(B, H, n, E, dtype=dtype, generator=gen) for n in (L, S, S))
+    mask = (torch.rand(L, S, generator=gen) > 0.3) if masked else None
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_attention_runs_one_fused_kernel_equal_to_the_math_path(mode):
+    # scaled_dot_product_attention ran its math decomposition (bmm, softmax, bmm) on tpu; it now
+    # picks the overrideable fused kernel and its backward, equal to the CPU's math path.
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(0)
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+        for causal, masked, gqa in ((False, False, False), (True, False, False),
+                                    (False, True, False), (True, False, True)):
+            q, k, v, mask = _attention_case(dtype, causal, masked, gen)
+            if gqa:  # grouped-query attention: one key/value head for the three query heads
+                k, v = k[:, :1].contiguous(), v[:, :1].contiguous()
+            extra = {"enable_gqa": True} if gqa else {}
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            with sdpa_kernel(SDPBackend.MATH):
+                want = F.scaled_dot_product_attention(*leaves, attn_mask=mask, is_causal=causal,
+                                                      **extra)
+            want.square().sum().backward()
+            on_tpu = [t.to("tpu").requires_grad_() for t in (q, k, v)]
+            torchtpu.metrics.reset()
+            got = F.scaled_dot_product_attention(
+                *on_tpu, attn_mask=None if mask is None else mask.to("tpu"), is_causal=causal,
+                **extra)
+            got.square().sum().backward()
+            _same(got.detach(), want.detach(), atol=tol, rtol=tol)
+            for a, b in zip(on_tpu, leaves):
+                _same(a.grad, b.grad, atol=4 * tol, rtol=4 * tol)
+            ops = torchtpu.metrics.native_ops()  # (fused eager counts ops when they run)
+            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1, ops
+            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
+            assert "aten::bmm" not in ops and "aten::_softmax" not in ops, ops
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_attention_takes_the_math_path_where_the_fused_kernel_does_not_apply(mode):
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(1)
+    q, k, v, mask = _attention_case(torch.float32, False, True, gen)
+    cases = {
+        # a float mask that needs its gradient
+        "mask_grad": dict(attn_mask=torch.randn(40, 24, generator=gen).requires_grad_()),
+        # 3-D inputs (no heads dimension)
+        "three_d": dict(three_d=True),
+        # the user asked for the math path
+        "math_only": dict(backends=[SDPBackend.MATH]),
+    }
+    for name, case in cases.items():
+        qq, kk, vv = (t[0] for t in (q, k, v)) if case.get("three_d") else (q, k, v)
+        extra = {}
+        m = case.get("attn_mask")
+        cpu_in = [t.clone().requires_grad_() for t in (qq, kk, vv)] + ([m] if m is not None else [])
+        want = F.scaled_dot_product_attention(*cpu_in[:3], attn_mask=m, **extra)
+        want.sum().backward()
+        tpu_m = m.detach().to("tpu").requires_grad_() if m is not None else None
+        tpu_in = [t.to("tpu").requires_grad_() for t in (qq, kk, vv)]
+        torchtpu.metrics.reset()
+        import contextlib
+        backends = case.get("backends")
+        with sdpa_kernel(backends) if backends else contextlib.nullcontext():
+            got = F.scaled_dot_product_attention(*tpu_in, attn_mask=tpu_m, **extra)
+        got.sum().backward()
+        _same(got.detach(), want.detach(), atol=1e-5, rtol=1e-5)
+        ops = torchtpu.metrics.native_ops()
+        assert "aten::_scaled_dot_product_fused_attention_overrideable" not in ops, (name, ops)
+        for a, b in zip(tpu_in, cpu_in):
+            _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
+        if m is not None:
+            _same(tpu_m.grad, m.grad, atol=1e-4, rtol=1e-4)
+
+
+def test_fused_attention_keeps_the_score_matrix_out_of_hbm():
+    # One head's 1024 x 1024 float32 scores are 4 MiB; eight heads' 32 MiB. The fused kernel
+    # allocates only its output and log-sum-exp, and the cost model charges it the bytes of
+    # Q, K, V, O and the log-sum-exp, never the scores (the math path moves them several times).
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (torch.randn(1, 8, 1024, 128, device="tpu") for _ in range(3))  # 4 MiB each
+    torch.tpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    torch.tpu.reset_peak_memory_stats()
+    torchtpu.metrics.reset()
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.tpu.synchronize()
+    fused = torchtpu.metrics.estimate()
+    grown = torch.tpu.max_memory_allocated() - base
+    scores = 8 * 1024 * 1024 * 4
+    assert grown < scores / 4, grown  # output 4 MiB + log-sum-exp 32 KiB (+ block rounding)
+    tensor_bytes = 4 * 8 * 1024 * 128 * 4 + 8 * 1024 * 4  # Q, K, V, O (float32) and the lse
+    assert fused["launches"] == 1
+    assert tensor_bytes <= fused["hbm_bytes"] < tensor_bytes * 1.1, fused["hbm_bytes"]
+    torchtpu.metrics.reset()
+    with sdpa_kernel(SDPBackend.MATH):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.tpu.synchronize()
+    assert torchtpu.metrics.estimate()["hbm_bytes"] > 2 * scores  # the scores, written and read
+    del out
+
+
+def test_compiled_attention_runs_the_fused_kernel():
+    # torch.compile traces scaled_dot_product_attention on fake tpu tensors: PyTorch's meta
+    # function of _fused_sdp_choice asks tpu's dispatch stub, which picks the fused kernel too.
+    import torch.nn.functional as F
+
+    gen = torch.Generator().manual_seed(2)
+    q, k, v, _ = _attention_case(torch.float32, True, False, gen)
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+                      backend="tpu")
+    torchtpu.metrics.reset()
+    got = f(q.to("tpu"), k.to("tpu"), v.to("tpu"))
+    _same(got, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
+    assert "aten::_scaled_dot_product_fused_attention_overrideable" in torchtpu.metrics.native_ops()

@@ -1,0 +1,236 @@
+// Argument checks made at the call (docs/design.md, "Errors at the call").
+//
+// Most argument errors already surface at the call in every eager mode: shapes, dtypes and
+// devices are checked by PyTorch's meta functions (structured ops run them before their out=
+// kernel) or by torchtpu's own kernels. A few checks live only inside the CPU kernels that the
+// host executor runs on a stream's worker (strict eager) or inside a fused region (fused
+// eager), so they surfaced at the next synchronization, or never when fused eager dropped a
+// dead result. PyTorch's OpInfo error inputs found them (test/opinfo/test_errors.py); each is
+// made here, on the issuing thread, with the CPU's message and exception type:
+//
+// - an out= tensor whose elements overlap (an expanded tensor): written by several elements;
+// - an out= tensor sharing memory with an input, where the CPU kernel refuses it (cat, gather,
+//   take, masked_select, kthvalue, index_select);
+// - the out= dtypes that structured out= wrappers and a few kernels insist on;
+// - masked_fill_ / masked_scatter_: a boolean mask, a 0-dim value, a value the dtype can hold;
+// - gelu's `approximate`, layer norm's shapes, bucketize's boundaries.
+#include "aten/Entry.h"
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/layer_norm.h>
+#include <c10/core/ScalarType.h>
+
+#include <string_view>
+#include <unordered_map>
+
+namespace torchtpu::aten {
+namespace {
+
+using Stack = torch::jit::Stack;
+
+const at::Tensor* tensor_at(const Stack& stack, size_t base, size_t i) {
+  const c10::IValue& v = stack[base + i];
+  return v.isTensor() ? &v.toTensor() : nullptr;
+}
+
+bool on_device(const at::Tensor* t) {
+  return t != nullptr && t->defined() && t->device().is_privateuseone();
+}
+
+void check_out_dtype_like_self(const Stack& stack, size_t base, size_t self, size_t out) {
+  const at::Tensor* s = tensor_at(stack, base, self);
+  const at::Tensor* o = tensor_at(stack, base, out);
+  if (s == nullptr || o == nullptr) return;
+  // (the message of the structured out= wrappers' resize_out)
+  TORCH_CHECK(o->dtype() == s->dtype(), "Expected out tensor to have dtype ", s->dtype(),
+              ", but got ", o->dtype(), " instead");
+}
+
+template <typename T>
+void convertible(const c10::Scalar& value) {
+  (void)value.to<T>();  // raises "value cannot be converted to type T without overflow"
+}
+
+void check_fill_value(const at::Tensor& self, const c10::Scalar& value) {
+  const auto type = self.scalar_type();
+  if (c10::isFloat8Type(type) || c10::isBarebonesUnsignedType(type)) return;  // (kernel's)
+  AT_DISPATCH_V2(self.scalar_type(), "masked_fill_", AT_WRAP([&] { convertible<scalar_t>(value); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kBool, at::kHalf, at::kBFloat16,
+                 at::kComplexHalf);
+}
+
+void masked_fill_checks(const Stack& stack, size_t base) {
+  const at::Tensor& self = stack[base].toTensor();
+  const at::Tensor& mask = stack[base + 1].toTensor();
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.dtype());
+  const c10::IValue& value = stack[base + 2];
+  if (value.isTensor()) {
+    const at::Tensor& v = value.toTensor();
+    TORCH_CHECK(v.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
+                "tensor with ", v.dim(), " dimension(s).");
+    // The value is read now (CUDA's kernel reads it at the call too) when it is on the CPU or
+    // of another dtype than self, which is when the conversion can fail; a device value of
+    // self's dtype is left to the kernel (no synchronization).
+    if (v.device().is_cpu() || v.scalar_type() != self.scalar_type()) {
+      check_fill_value(self, v.item());
+    }
+  } else {
+    check_fill_value(self, value.toScalar());
+  }
+}
+
+void masked_scatter_checks(const Stack& stack, size_t base) {
+  const at::Tensor& mask = stack[base + 1].toTensor();
+  TORCH_CHECK(mask.scalar_type() == at::kBool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+}
+
+void gelu_checks(const Stack& stack, size_t base) {
+  const std::string_view approximate = stack[base + 1].toStringView();
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "approximate argument must be either none or tanh.");
+}
+
+void layer_norm_checks(const Stack& stack, size_t base) {
+  const at::Tensor& input = stack[base].toTensor();
+  const auto shape = stack[base + 1].toIntVector();
+  const auto weight = stack[base + 2].toOptional<at::Tensor>();
+  const auto bias = stack[base + 3].toOptional<at::Tensor>();
+  at::native::_check_layer_norm_inputs(input, shape, weight.value_or(at::Tensor()),
+                                       bias.value_or(at::Tensor()));
+}
+
+void bucketize_checks(const Stack& stack, size_t base) {
+  const at::Tensor& boundaries = stack[base + 1].toTensor();
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+              boundaries.dim(), ")");
+}
+
+void complex_out_checks(const Stack& stack, size_t base) {
+  const at::Tensor& real = stack[base].toTensor();
+  const at::Tensor& out = stack[base + 2].toTensor();
+  const auto expected = c10::toComplexType(real.scalar_type());
+  TORCH_CHECK(out.scalar_type() == expected, "Expected object of scalar type ", expected,
+              " but got scalar type ", out.scalar_type(), " for argument 'out'");
+}
+
+void amax_amin_out_checks(const Stack& stack, size_t base) {
+  const at::Tensor& self = stack[base].toTensor();
+  const at::Tensor& out = stack[base + 3].toTensor();
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "Expected the dtype for input and out to "
+              "match, but got ", self.scalar_type(), " for input's dtype and ", out.scalar_type(),
+              " for out's dtype.");
+}
+
+void aminmax_out_checks(const Stack& stack, size_t base) {
+  check_out_dtype_like_self(stack, base, 0, 3);
+  check_out_dtype_like_self(stack, base, 0, 4);
+}
+
+void gather_out_checks(const Stack& stack, size_t base) {
+  check_out_dtype_like_self(stack, base, 0, 4);
+}
+
+// Kernels that refuse an out= tensor sharing any memory with an input (the input at `input`,
+// the out= tensors from `first_out`).
+template <size_t input, size_t first_out, size_t outs = 1>
+void out_apart_from_input(const Stack& stack, size_t base) {
+  const at::Tensor* in = tensor_at(stack, base, input);
+  if (in == nullptr || !in->defined()) return;
+  for (size_t i = first_out; i < first_out + outs; ++i) {
+    const at::Tensor* out = tensor_at(stack, base, i);
+    if (out != nullptr && out->defined()) at::assert_no_overlap(*out, *in);
+  }
+}
+
+void gather_out_checks_all(const Stack& stack, size_t base) {
+  gather_out_checks(stack, base);
+  out_apart_from_input<0, 4>(stack, base);
+  out_apart_from_input<2, 4>(stack, base);
+}
+
+void masked_select_out_checks(const Stack& stack, size_t base) {
+  out_apart_from_input<0, 2>(stack, base);
+  out_apart_from_input<1, 2>(stack, base);
+}
+
+void take_out_checks(const Stack& stack, size_t base) {
+  out_apart_from_input<0, 2>(stack, base);
+  out_apart_from_input<1, 2>(stack, base);
+}
+
+void cat_out_checks(const Stack& stack, size_t base) {
+  const at::Tensor& out = stack[base + 2].toTensor();
+  for (const c10::IValue& t : stack[base].toListRef()) {
+    if (t.isTensor() && t.toTensor().defined()) at::assert_no_overlap(out, t.toTensor());
+  }
+}
+
+using Specific = void (*)(const Stack&, size_t);
+
+const std::unordered_map<std::string_view, Specific>& specific_checks() {
+  static const std::unordered_map<std::string_view, Specific> table = {
+      {"aten::masked_fill_.Scalar", masked_fill_checks},
+      {"aten::masked_fill_.Tensor", masked_fill_checks},
+      {"aten::masked_fill.Scalar", masked_fill_checks},
+      {"aten::masked_fill.Tensor", masked_fill_checks},
+      {"aten::masked_fill.Scalar_out", masked_fill_checks},
+      {"aten::masked_fill.Tensor_out", masked_fill_checks},
+      {"aten::masked_scatter_", masked_scatter_checks},
+      {"aten::masked_scatter", masked_scatter_checks},
+      {"aten::gelu", gelu_checks},
+      {"aten::gelu_", gelu_checks},
+      {"aten::gelu.out", gelu_checks},
+      {"aten::native_layer_norm", layer_norm_checks},
+      {"aten::bucketize.Tensor", bucketize_checks},
+      {"aten::bucketize.Tensor_out", bucketize_checks},
+      {"aten::complex.out", complex_out_checks},
+      {"aten::polar.out", complex_out_checks},
+      {"aten::amax.out", amax_amin_out_checks},
+      {"aten::amin.out", amax_amin_out_checks},
+      {"aten::aminmax.out", aminmax_out_checks},
+      {"aten::gather.out", gather_out_checks_all},
+      {"aten::take.out", take_out_checks},
+      {"aten::masked_select.out", masked_select_out_checks},
+      {"aten::kthvalue.values", out_apart_from_input<0, 4, 2>},
+      {"aten::index_select.out", out_apart_from_input<0, 3>},
+      {"aten::cat.out", cat_out_checks},
+  };
+  return table;
+}
+
+}  // namespace
+
+CallChecks call_checks_of(const c10::OperatorHandle& op) {
+  CallChecks checks;
+  const auto& args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_out() && args[i].type()->kind() == c10::TypeKind::TensorType) {
+      checks.outs.push_back(static_cast<uint8_t>(i));
+    }
+  }
+  const auto& name = op.schema().operator_name();
+  const std::string full =
+      name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
+  if (auto it = specific_checks().find(full); it != specific_checks().end()) {
+    checks.specific = it->second;
+  }
+  return checks;
+}
+
+void check_at_call(const CallChecks& checks, const torch::jit::Stack& stack, size_t num_args) {
+  const size_t base = stack.size() - num_args;
+  for (uint8_t i : checks.outs) {
+    const at::Tensor* out = tensor_at(stack, base, i);
+    // (PyTorch's out= kernels refuse an out= tensor whose elements share memory.)
+    if (on_device(out)) at::assert_no_internal_overlap(*out);
+  }
+  if (checks.specific != nullptr) checks.specific(stack, base);
+}
+
+}  // namespace torchtpu::aten
