@@ -13,7 +13,7 @@
 //   take, masked_select, kthvalue, index_select);
 // - the out= dtypes that structured out= wrappers and a few kernels insist on;
 // - masked_fill_ / masked_scatter_: a boolean mask, a 0-dim value, a value the dtype can hold;
-// - gelu's `approximate`, layer norm's shapes, bucketize's boundaries.
+// - gelu's `approximate`, layer norm's shapes, bucketize's boundaries, _scaled_mm's shapes.
 #include "aten/Entry.h"
 
 #include <ATen/Dispatch_v2.h>
@@ -171,6 +171,16 @@ void cat_out_checks(const Stack& stack, size_t base) {
   }
 }
 
+// _scaled_mm's shapes (its meta function, which fused eager records with, does not check them).
+void scaled_mm_checks(const Stack& stack, size_t base) {
+  const at::Tensor& a = stack[base].toTensor();
+  const at::Tensor& b = stack[base + 1].toTensor();
+  TORCH_CHECK(a.dim() == 2, "mat1 must be a matrix");
+  TORCH_CHECK(b.dim() == 2, "mat2 must be a matrix");
+  TORCH_CHECK(a.size(1) == b.size(0), "mat1 and mat2 shapes cannot be multiplied (", a.size(0),
+              "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+}
+
 using Specific = void (*)(const Stack&, size_t);
 
 const std::unordered_map<std::string_view, Specific>& specific_checks() {
@@ -200,6 +210,8 @@ const std::unordered_map<std::string_view, Specific>& specific_checks() {
       {"aten::kthvalue.values", out_apart_from_input<0, 4, 2>},
       {"aten::index_select.out", out_apart_from_input<0, 3>},
       {"aten::cat.out", cat_out_checks},
+      {"aten::_scaled_mm", scaled_mm_checks},
+      {"aten::_scaled_mm.out", scaled_mm_checks},
   };
   return table;
 }

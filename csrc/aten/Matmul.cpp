@@ -22,6 +22,7 @@
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_scaled_mm.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>
 #include <ATen/ops/baddbmm.h>
@@ -256,6 +257,56 @@ at::Tensor int_mm(const at::Tensor& self, const at::Tensor& mat2) {
   at::Tensor out = at::empty({0}, self.options().dtype(at::kInt));
   int_mm_out(self, mat2, out);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fp8 scaled matmul (torch._scaled_mm): out = (scale_a * self) @ (scale_b * mat2) (+ bias), in
+// the output dtype. One launch at the chip's fp8 rate (v7 multiplies fp8 natively; the other
+// generations' MXUs take the operands widened to bf16, at the bf16 rate: sim/CostModel). PyTorch's
+// CPU kernel computes it on the host (fp8 values widened, fp32 accumulation, as the MXU
+// accumulates), inline after the queued work, so its argument checks raise at the call.
+
+sim::Estimate scaled_mm_estimate(const at::Tensor& self, const at::Tensor& mat2,
+                                 const at::Tensor& out) {
+  const double hbm = sim::CostModel::padded_bytes(self.sizes(), 1) +
+                     sim::CostModel::padded_bytes(mat2.sizes(), 1) +
+                     sim::CostModel::padded_bytes(out.sizes(), static_cast<int>(out.element_size()));
+  return sim::cost_model().matmul(1, self.size(0), self.size(1), mat2.size(1), 1, 1, hbm,
+                                  sim::MxuRate::fp8);
+}
+
+at::Tensor& scaled_mm_out(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& scale_a,
+                          const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                          const std::optional<at::Tensor>& scale_result,
+                          std::optional<c10::ScalarType> out_dtype, bool use_fast_accum,
+                          at::Tensor& out) {
+  const at::Tensor* b = bias.has_value() && bias->defined() ? &*bias : nullptr;
+  const at::Tensor* r = scale_result.has_value() && scale_result->defined() ? &*scale_result
+                                                                            : nullptr;
+  check_same_device("aten::_scaled_mm", {&self, &mat2, &scale_a, &scale_b, b, r, &out});
+  wait_for_device(out.device());
+  std::optional<at::Tensor> h_bias, h_result_scale;
+  if (b != nullptr) h_bias = host_alias(*b);
+  if (r != nullptr) h_result_scale = host_alias(*r);
+  const at::Tensor result = at::_scaled_mm(host_alias(self), host_alias(mat2), host_alias(scale_a),
+                                           host_alias(scale_b), h_bias, h_result_scale, out_dtype,
+                                           use_fast_accum);
+  resize_out(out, result.sizes());
+  TORCH_CHECK(out.scalar_type() == result.scalar_type(), "Expected out tensor to have dtype ",
+              result.dtype(), ", but got ", out.dtype(), " instead");
+  host_alias(out).copy_(result);
+  sim::record("aten::_scaled_mm", scaled_mm_estimate(self, mat2, out));
+  return out;
+}
+
+at::Tensor scaled_mm(const at::Tensor& self, const at::Tensor& mat2, const at::Tensor& scale_a,
+                     const at::Tensor& scale_b, const std::optional<at::Tensor>& bias,
+                     const std::optional<at::Tensor>& scale_result,
+                     std::optional<c10::ScalarType> out_dtype, bool use_fast_accum) {
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, self.options().dtype(out_dtype.value_or(self.scalar_type())));
+  return scaled_mm_out(self, mat2, scale_a, scale_b, bias, scale_result, out_dtype,
+                       use_fast_accum, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,6 +697,9 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
     return estimate_convolution(arg(0), arg(1), args[2].isTensor() ? arg(2) : at::Tensor(), out,
                                 args[6].toBool(), args[8].toInt());
   }
+  if (base == "aten::_scaled_mm" && out.defined()) {
+    return scaled_mm_estimate(arg(0), arg(1), out);
+  }
   if (base == "aten::_scaled_dot_product_fused_attention_overrideable") {
     return attention_estimate(arg(0), arg(1), arg(2), args[3].isTensor() ? arg(3) : at::Tensor(),
                               false);
@@ -677,6 +731,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable",
          entry(TORCH_FN(convolution_backward_overrideable), Capture::new_results));
   m.impl("_fused_sdp_choice", entry(TORCH_FN(fused_sdp_choice), Capture::none));
+  m.impl("_scaled_mm", entry(TORCH_FN(scaled_mm), Capture::new_results));
+  m.impl("_scaled_mm.out", entry(TORCH_FN(scaled_mm_out), Capture::none));
   m.impl("_scaled_dot_product_fused_attention_overrideable",
          entry(TORCH_FN(fused_attention), Capture::new_results));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward",

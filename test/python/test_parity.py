@@ -406,3 +406,33 @@ def test_compiled_attention_runs_the_fused_kernel():
     got = f(q.to("tpu"), k.to("tpu"), v.to("tpu"))
     _same(got, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
     assert "aten::_scaled_dot_product_fused_attention_overrideable" in torchtpu.metrics.native_ops()
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fp8_scaled_mm_is_native_at_the_chips_fp8_rate(mode):
+    # torch._scaled_mm ran through the CPU fallback; it is a native launch now, equal to the CPU's,
+    # priced at the fp8 rate where the chip has one (v7) and at the bf16 rate elsewhere.
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 256, generator=g).to(torch.float8_e4m3fn)
+    b = torch.randn(256, 256, generator=g).to(torch.float8_e4m3fn).t()  # column-major, as required
+    sa, sb = torch.tensor(0.5), torch.tensor(2.0)
+    want = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    torchtpu.metrics.reset()
+    got = torch._scaled_mm(a.to("tpu"), b.to("tpu"), sa.to("tpu"), sb.to("tpu"),
+                           out_dtype=torch.bfloat16)
+    assert torch.equal(got.cpu(), want)
+    assert torchtpu.metrics.native_ops().get("aten::_scaled_mm") == 1
+    assert not torchtpu.metrics.fallbacks()
+    fp8 = {c: torchtpu.metrics.estimate(chip=c) for c in ("v5e", "v7")}
+    assert fp8["v7"]["priced_as_native"] == 0  # a native launch, not a priced fallback
+    x = torch.randn(256, 256, device="tpu", dtype=torch.bfloat16)
+    torch.tpu.synchronize()
+    torchtpu.metrics.reset()
+    (x @ x).cpu()
+    bf16 = {c: torchtpu.metrics.estimate(chip=c)["mxu_time_s"] for c in ("v5e", "v7")}
+    assert fp8["v5e"]["mxu_time_s"] == pytest.approx(bf16["v5e"])      # no fp8 on v5e
+    assert fp8["v7"]["mxu_time_s"] == pytest.approx(bf16["v7"] / 2)    # v7: fp8 at twice bf16
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):  # at the call
+        torch._scaled_mm(a[:, :128].contiguous().to("tpu"), b.to("tpu"), sa.to("tpu"),
+                         sb.to("tpu"))
