@@ -59,9 +59,9 @@ void call_meta(const c10::OperatorHandle& op, torch::jit::Stack& meta) {
 
 }  // namespace
 
-std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
-                                                    const torch::jit::Stack& stack,
-                                                    std::string* why) {
+std::optional<std::vector<at::Tensor>> meta_results(
+    const c10::OperatorHandle& op, const torch::jit::Stack& stack, std::string* why,
+    std::vector<std::pair<size_t, c10::IValue>>* constants) {
   const size_t num_args = op.schema().arguments().size();
   torch::jit::Stack meta(stack.end() - num_args, stack.end());
   map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
@@ -78,6 +78,11 @@ std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& o
     } else if (v.isTensorList()) {
       *why = "returns a list";  // (foreach results: not recorded yet)
       return std::nullopt;
+    } else if (v.isNone()) {
+      out.emplace_back();  // an optional tensor the op does not return
+    } else if (constants != nullptr && (v.isInt() || v.isSymInt())) {
+      out.emplace_back();
+      constants->emplace_back(out.size() - 1, v);
     } else {
       *why = "returns a non-tensor";
       return std::nullopt;

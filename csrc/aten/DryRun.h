@@ -32,9 +32,11 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
 // tensors stay as they are); nullopt, with the reason in *why, when it has no usable meta
 // kernel or returns something other than tensors. (DeferAndFuse sizes the results of the ops it
 // records with it too.)
-std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& op,
-                                                    const torch::jit::Stack& stack,
-                                                    std::string* why);
+// With `constants`, integer returns (the sizes some attention ops return) are allowed: an
+// undefined tensor holds their place in the results and (position, value) goes to *constants.
+std::optional<std::vector<at::Tensor>> meta_results(
+    const c10::OperatorHandle& op, const torch::jit::Stack& stack, std::string* why,
+    std::vector<std::pair<size_t, c10::IValue>>* constants = nullptr);
 
 // The estimates kernels charge, for a dry run to charge the same:
 // a matmul-unit op (mm, bmm, addmm, baddbmm, addmv, dot, _int_mm, convolutions) by name, from its
@@ -42,6 +44,12 @@ std::optional<std::vector<at::Tensor>> meta_results(const c10::OperatorHandle& o
 std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
                                              c10::ArrayRef<c10::IValue> args,
                                              const std::vector<at::Tensor>& results);
+// The results of the fused attention ops (aten/Matmul.cpp) as meta tensors laid out as their
+// kernels lay them out, and their integer results in *constants (as meta_results gives them),
+// without PyTorch's Python meta kernels; nullopt for another op.
+std::optional<std::vector<at::Tensor>> attention_meta_results(
+    const std::string& name, c10::ArrayRef<c10::IValue> args,
+    std::vector<std::pair<size_t, c10::IValue>>* constants);
 // A VPU op over these TPU tensors (its arguments and results), as the host executor charges it.
 void charge_vpu_op(const std::string& name, const OpTraits& traits,
                    const std::vector<at::Tensor>& tensors);

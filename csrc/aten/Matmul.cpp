@@ -15,6 +15,7 @@
 #include "sim/Mxu.h"
 
 #include <ATen/ExpandUtils.h>
+#include <c10/util/strides.h>
 #include <numeric>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -580,19 +581,31 @@ at::Tensor mxu_operand(const at::Tensor& x, sim::Precision precision) {
                                                                                 : x;
 }
 
-// A device tensor of `sizes` laid out as `like` is (PyTorch's meta kernel for the fused
+// The strides of a tensor of `sizes` laid out as `like` is (PyTorch's meta kernel for the fused
 // attention ops does the same: alloc_with_matching_layout).
-at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
+c10::DimVector strides_like(const at::Tensor& like, c10::IntArrayRef sizes) {
+  if (like.sizes() == sizes) {  // empty_like(like.transpose(1, 2)).transpose(1, 2)
+    const at::Tensor t = like.transpose(1, 2);
+    c10::DimVector strides = t.is_non_overlapping_and_dense()
+                                 ? c10::DimVector(t.strides())
+                                 : c10::contiguous_strides(t.sizes());
+    std::swap(strides[1], strides[2]);
+    return strides;
+  }
   std::vector<int64_t> order(like.dim());
   std::iota(order.begin(), order.end(), 0);
-  if (like.sizes() == sizes) {
-    return at::empty_like(like.transpose(1, 2)).transpose(1, 2);
-  }
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
   std::vector<int64_t> permuted;
   for (int64_t d : order) permuted.push_back(sizes[d]);
-  return at::empty(permuted, like.options()).permute(order);
+  const auto dense = c10::contiguous_strides(permuted);
+  c10::DimVector strides(sizes.size());
+  for (size_t i = 0; i < order.size(); ++i) strides[order[i]] = dense[i];
+  return strides;
+}
+
+at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
+  return at::empty_strided(sizes, strides_like(like, sizes), like.options());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
@@ -673,6 +686,43 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
 }
 
 }  // namespace
+
+std::optional<std::vector<at::Tensor>> attention_meta_results(
+    const std::string& name, c10::ArrayRef<c10::IValue> args,
+    std::vector<std::pair<size_t, c10::IValue>>* constants) {
+  auto meta = [](c10::IntArrayRef sizes, c10::IntArrayRef strides, c10::ScalarType dtype) {
+    return at::detail::empty_strided_meta(sizes, strides, dtype, std::nullopt, std::nullopt,
+                                          std::nullopt);
+  };
+  auto like = [&](const at::Tensor& t) { return meta(t.sizes(), t.strides(), t.scalar_type()); };
+  if (name == "aten::_scaled_dot_product_fused_attention_overrideable") {
+    // (query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale) ->
+    // (output, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset,
+    //  debug_attn_mask)
+    const at::Tensor& q = args[0].toTensor();
+    const at::Tensor& k = args[1].toTensor();
+    const at::Tensor& v = args[2].toTensor();
+    if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return std::nullopt;
+    std::vector<int64_t> out_sizes = q.sizes().vec();
+    out_sizes.back() = v.size(-1);
+    const std::vector<int64_t> lse_sizes{q.size(0), q.size(1), q.size(2)};
+    constants->emplace_back(4, c10::IValue(q.size(2)));
+    constants->emplace_back(5, c10::IValue(k.size(2)));
+    return std::vector<at::Tensor>{
+        meta(out_sizes, strides_like(q, out_sizes), q.scalar_type()),
+        meta(lse_sizes, c10::contiguous_strides(lse_sizes), at::kFloat), at::Tensor(),
+        at::Tensor(), at::Tensor(), at::Tensor(), meta({}, {}, at::kLong), meta({}, {}, at::kLong),
+        at::Tensor()};
+  }
+  if (name == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
+    // (grad_out, query, key, value, attn_bias, ...) -> (grad_q, grad_k, grad_v, grad_attn_bias)
+    const at::Tensor& bias = args[4].isTensor() ? args[4].toTensor() : at::Tensor();
+    return std::vector<at::Tensor>{like(args[1].toTensor()), like(args[2].toTensor()),
+                                   like(args[3].toTensor()),
+                                   bias.defined() ? like(bias) : at::Tensor()};
+  }
+  return std::nullopt;
+}
 
 int64_t fused_sdp_choice_stub(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const std::optional<at::Tensor>& mask, double dropout_p,

@@ -465,7 +465,8 @@ bool random_op_writes_arguments(const c10::FunctionSchema& schema) {
 // Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
 void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
             const std::string& name, const aten::OpTraits& traits, c10::Device device,
-            std::vector<at::Tensor> new_results, std::string location) {
+            std::vector<at::Tensor> new_results,
+            const std::vector<std::pair<size_t, c10::IValue>>& constants, std::string location) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
@@ -525,7 +526,15 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
       returned.push_back((*stack)[base + found]);
     }
   } else {
-    for (auto& meta : new_results) {
+    for (size_t j = 0; j < new_results.size(); ++j) {
+      const at::Tensor& meta = new_results[j];
+      auto constant = std::find_if(constants.begin(), constants.end(),
+                                   [&](const auto& c) { return c.first == j; });
+      if (constant != constants.end()) {  // an integer the op returns (a size): its value now
+        node.results.emplace_back();
+        returned.push_back(constant->second);
+        continue;
+      }
       at::Tensor t;
       if (meta.defined()) {
         t = make_pending_tensor(device, meta.sizes(), meta.strides(), meta.scalar_type(),
@@ -866,6 +875,7 @@ struct Decision {
   std::optional<FlushReason> run_now;
   c10::Device device{c10::kPrivateUse1, 0};
   std::vector<at::Tensor> new_results;  // meta tensors (Capture::new_results)
+  std::vector<std::pair<size_t, c10::IValue>> constants;  // integer results, by position
 };
 
 Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
@@ -925,11 +935,12 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     return d;
   }
   auto meta = traits.sizing == aten::Sizing::rule ? sized_here(name, args) : std::nullopt;
+  if (!meta) meta = aten::attention_meta_results(name, args, &d.constants);
   if (!meta) {
     // (Python meta kernels cost about a millisecond each: counted, with their time.)
     std::string why;
     const auto t0 = std::chrono::steady_clock::now();
-    meta = aten::meta_results(op, *stack, &why);
+    meta = aten::meta_results(op, *stack, &why, &d.constants);
     runtime::metrics::count("defer.meta_calls." + name);
     TORCHTPU_COUNT("defer.meta_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now() - t0)
@@ -989,7 +1000,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   // (A program keeps the line of each op, for its errors: a capture runs once.)
   std::string location = record_locations() || capturing ? current_location() : std::string();
   auto lock = runtime::lock_without_gil(s.mutex);
-  record(s, op, stack, capture, name, traits, d.device, std::move(d.new_results),
+  record(s, op, stack, capture, name, traits, d.device, std::move(d.new_results), d.constants,
          std::move(location));
   return true;
 }

@@ -380,16 +380,18 @@ def test_fused_attention_keeps_the_score_matrix_out_of_hbm():
     fused = torchtpu.metrics.estimate()
     grown = torch.tpu.max_memory_allocated() - base
     scores = 8 * 1024 * 1024 * 4
-    assert grown < scores / 4, grown  # output 4 MiB + log-sum-exp 32 KiB (+ block rounding)
+    # The output (4 MiB) and the log-sum-exp (32 KiB); in fused eager the kernel's output and the
+    # recorded one it is given to exist together for a moment (8 MiB). The scores would be 32.
+    assert grown < scores / 2, grown
     tensor_bytes = 4 * 8 * 1024 * 128 * 4 + 8 * 1024 * 4  # Q, K, V, O (float32) and the lse
     assert fused["launches"] == 1
     assert tensor_bytes <= fused["hbm_bytes"] < tensor_bytes * 1.1, fused["hbm_bytes"]
     torchtpu.metrics.reset()
     with sdpa_kernel(SDPBackend.MATH):
-        F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    torch.tpu.synchronize()
+        math = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (kept: fused eager
+    torch.tpu.synchronize()                                             # would drop it)
     assert torchtpu.metrics.estimate()["hbm_bytes"] > 2 * scores  # the scores, written and read
-    del out
+    del out, math
 
 
 def test_compiled_attention_runs_the_fused_kernel():
