@@ -11,6 +11,22 @@ import torch
 import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "one_tier(reason): runs in the strict tier only (scripts/test.sh runs the suite "
+        "in strict, debug and fused eager); for tests whose subject does not depend on the eager "
+        "mode, to keep CI within its time budget: the reason says why")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("TORCHTPU_EAGER_MODE", "strict") == "strict":
+        return
+    for item in items:
+        marker = item.get_closest_marker("one_tier")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"strict tier only: {marker.args[0]}"))
+
+
 @pytest.fixture(autouse=True)
 def _clean_state():
     """Each test starts on tpu:0, default streams, and the fallback and eager modes of the tier

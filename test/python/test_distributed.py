@@ -144,6 +144,7 @@ def test_mismatched_tensors_raise_on_every_rank_and_the_group_survives(tmp_path)
         assert "must be on a tpu device or the CPU, got meta" in out["meta"], out["meta"]
 
 
+@pytest.mark.one_tier("a process failure seen through Gloo's transport")
 def test_a_rank_that_dies_makes_the_others_raise(tmp_path):
     code = (
         "import os, sys, datetime, torch, torch.distributed as dist, torchtpu\n"
@@ -203,6 +204,8 @@ def test_the_examples_train_under_torchrun(example):
     assert "on tpu:0" in reports[0] + reports[1] and "on tpu:1" in reports[0] + reports[1]
 
 
+@pytest.mark.one_tier("the rendezvous and transport between processes; the collectives on device "
+                     "tensors are tested in every mode")
 def test_two_nodes_meet_through_torchruns_rendezvous():
     """Two "machines" (two torchrun agents on 127.0.0.1, one process each) find each other through
     torchrun's c10d rendezvous over TCP and train the DDP example together."""

@@ -209,6 +209,8 @@ print("step done")
 """
 
 
+@pytest.mark.one_tier("combining the ranks' estimates does not depend on the eager mode; each "
+                     "mode's estimate of a script is test_the_estimate_command_prices_a_script_for_each_chip")
 def test_the_estimate_command_estimates_a_slice_under_torchrun(tmp_path):
     """--nproc-per-node runs the script as ranks under torchrun; the slice's time is its slowest
     rank's, its collectives are priced on --topology, and the price pays every chip."""

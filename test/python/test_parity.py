@@ -190,6 +190,7 @@ def test_mode_with_out_tensors_works_like_the_cpu(mode):
                                          torch.empty(3, dtype=torch.int, device="tpu")))
 
 
+@pytest.mark.one_tier("a tool reading log files: no device work")
 def test_sweeps_show_progress_with_an_eta_and_a_summary(tmp_path):
     # The zoo sweep wrote only logs: tools/sweep_progress.py (run by scripts/zoo_sweep.sh) reads
     # the shards' "[k/N] type: mode status" lines while they run and prints done/total, the ETA
@@ -236,6 +237,7 @@ print(json.dumps({"args": str(args.device), "accelerator": str(trainer.accelerat
 """
 
 
+@pytest.mark.one_tier("Accelerate's choice of device; training in every mode is the zoo smoke's")
 def test_a_trainer_trains_on_tpu_with_no_settings(tmp_path):
     # transformers put the model on tpu:0 but Accelerate left the batches on the CPU ("Expected
     # all tensors to be on the same device ... tpu:0 and cpu") unless ACCELERATE_TORCH_DEVICE
