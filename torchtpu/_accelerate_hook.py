@@ -52,6 +52,9 @@ class _Loader(importlib.abc.Loader):
         self._loader.exec_module(module)
         _patch(module)
 
+    def __getattr__(self, name):  # the rest of the loader's interface (get_source, ...)
+        return getattr(self._loader, name)
+
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):

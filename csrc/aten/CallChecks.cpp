@@ -15,6 +15,7 @@
 // - masked_fill_ / masked_scatter_: a boolean mask, a 0-dim value, a value the dtype can hold;
 // - gelu's `approximate`, layer norm's shapes, bucketize's boundaries, _scaled_mm's shapes.
 #include "aten/Entry.h"
+#include "runtime/Mode.h"
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
@@ -74,8 +75,9 @@ void masked_fill_checks(const Stack& stack, size_t base) {
                 "tensor with ", v.dim(), " dimension(s).");
     // The value is read now (CUDA's kernel reads it at the call too) when it is on the CPU or
     // of another dtype than self, which is when the conversion can fail; a device value of
-    // self's dtype is left to the kernel (no synchronization).
-    if (v.device().is_cpu() || v.scalar_type() != self.scalar_type()) {
+    // self's dtype is left to the kernel (no synchronization), as is any device value in a dry
+    // run (it has none).
+    if (v.device().is_cpu() || (v.scalar_type() != self.scalar_type() && !runtime::dry_run())) {
       check_fill_value(self, v.item());
     }
   } else {

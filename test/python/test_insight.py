@@ -356,6 +356,9 @@ def test_reading_values_in_a_dry_run_is_an_error_that_names_it():
         # An op whose result's shape depends on values.
         with pytest.raises(RuntimeError, match="cannot run in a dry run"):
             torch.nonzero(x)
+        # The checks made at the call read no device value in a dry run (masked_fill_ reads a
+        # device value of another dtype otherwise, as CUDA's kernel does).
+        x.masked_fill_(x > 0, torch.tensor(-1.0, dtype=torch.float64, device="tpu"))
     # After the dry run its tensors still have no values.
     with pytest.raises(RuntimeError, match="made in a dry run"):
         x.cpu()
