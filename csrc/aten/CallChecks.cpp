@@ -228,10 +228,7 @@ CallChecks call_checks_of(const c10::OperatorHandle& op) {
       checks.outs.push_back(static_cast<uint8_t>(i));
     }
   }
-  const auto& name = op.schema().operator_name();
-  const std::string full =
-      name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-  if (auto it = specific_checks().find(full); it != specific_checks().end()) {
+  if (auto it = specific_checks().find(op_name(op)); it != specific_checks().end()) {
     checks.specific = it->second;
   }
   return checks;
