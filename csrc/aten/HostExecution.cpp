@@ -363,6 +363,11 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   }
   const c10::ScalarType reduced =
       route_results ? widen_reduced_precision(name, stack, base, num_args) : c10::kFloat;
+  if (f.traits->contiguous_operands) {
+    map_tensor_arguments(stack, base, num_args, [](const at::Tensor& t) {
+      return t.defined() && !t.is_contiguous() ? t.contiguous() : t;
+    });
+  }
   wait_for_device(*device);
   Footprint footprint;
   for (const auto& t : tensors_of(*stack, base)) {

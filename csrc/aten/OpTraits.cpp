@@ -32,6 +32,7 @@ enum Fact : uint32_t {
   divides_integers = 1 << 9,    // divides_integers
   cpu_indices = 1 << 10,        // takes_cpu_indices
   integer = 1 << 11,            // integer_operands
+  contiguous = 1 << 12,         // contiguous_operands
 };
 
 using Fn = PointwiseFn;
@@ -53,6 +54,10 @@ struct Row {
 // at_once: the output shape depends on the values of the inputs, or the meta kernel sizes
 // results differently from the CPU kernel (the margin losses give a 0-d input's unreduced loss
 // the shape [1], the CPU kernels the shape []).
+// contiguous: PyTorch 2.13's CPU native_group_norm_backward reads dY in the memory format of X:
+// with one channels-last and one contiguous (as AOTAutograd's graphs pass them when a group norm
+// follows an attention block's transposed output), every gradient is wrong (max error 12 on unit
+// inputs). The VPU executor passes it contiguous operands. Regression test: test_compile.py.
 // in_float32: PyTorch 2.13's CPU grid_sampler_2d for bfloat16 returns values up to 3e38 from an
 // image in [0, 255] on OpInfo's 2x3x345x456 reference sample, and another result when its input
 // is copied (it reads outside its input): the VPU executor runs these in float32 and rounds the
@@ -95,7 +100,7 @@ constexpr Row kTable[] = {
     {"_softmax", vpu, 6}, {"_log_softmax", vpu, 6}, {"_softmax_backward_data", vpu, 3},
     {"_log_softmax_backward_data", vpu, 5}, {"native_layer_norm", vpu | sized_by_rule, 8},
     {"native_layer_norm_backward", vpu | sized_by_rule, 12}, {"native_group_norm", vpu, 8},
-    {"native_group_norm_backward", vpu, 12}, {"_fused_rms_norm", vpu, 6},
+    {"native_group_norm_backward", vpu | contiguous, 12}, {"_fused_rms_norm", vpu, 6},
     {"_fused_rms_norm_backward", vpu},
     // embedding and indexing
     {"embedding_dense_backward", vpu | sized_by_rule}, {"index_select", vpu | sized_by_rule},
@@ -302,6 +307,7 @@ Registry build() {
       if (row.facts & at_once) t.sizing = Sizing::value_dependent;
     }
     t.computes_in_float32 = (row.facts & in_float32) != 0;
+    t.contiguous_operands = (row.facts & contiguous) != 0;
     t.writes_without_reading = (row.facts & writes_only) != 0;
     t.divides_integers = (row.facts & divides_integers) != 0;
     t.takes_cpu_indices = (row.facts & cpu_indices) != 0;

@@ -61,6 +61,7 @@ struct OpTraits {
   Sizing sizing = Sizing::meta_kernel;
   double vpu_units = 1;             // VPU cycles per vreg of its largest tensor (sim/CostModel.h)
   bool computes_in_float32 = false;  // reduced-precision inputs are widened (CPU kernel unreliable)
+  bool contiguous_operands = false;  // tensor inputs made contiguous (CPU kernel assumes one layout)
   bool writes_without_reading = false;  // fill_, zero_: the written operand is not read
   bool divides_integers = false;    // raises on an integer division by zero (checks values)
   bool takes_cpu_indices = false;   // CPU index tensors in a list are allowed (advanced indexing)

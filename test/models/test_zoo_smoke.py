@@ -1,6 +1,7 @@
-"""The CI tier of the model-zoo sweep: five architectures (a dense causal LM, a text encoder, a
-mixture-of-experts causal LM, an image encoder, a speech encoder-decoder) through the same steps
-as `python test/models/zoo.py`, each in
+"""The CI tier of the model-zoo sweeps: five transformers architectures (a dense causal LM, a text
+encoder, a mixture-of-experts causal LM, an image encoder, a speech encoder-decoder) through the
+same steps as `python test/models/zoo.py`, and three diffusers models (a conditional UNet, a KL
+autoencoder, an MMDiT transformer) through those of `python test/models/diffusers_zoo.py`, each in
 its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE, and compiled with
 torch.compile(backend="tpu")); and a tiny model saved to a folder and loaded with
 `from_pretrained(folder, device_map="tpu")` through accelerate."""
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ZOO = Path(__file__).resolve().parent / "zoo.py"
+DIFFUSERS_ZOO = Path(__file__).resolve().parent / "diffusers_zoo.py"
 
 
 @pytest.mark.parametrize("model_type,causal", [("llama", True), ("bert", False), ("afmoe", True),
@@ -53,6 +55,24 @@ def test_model_matches_cpu_compiled(model_type, causal, programs):
         assert c["programs"] >= 3 and c["runs_op_by_op"] == 0, row  # forward, backward, step
     else:
         assert c["runs_op_by_op"] >= 1 and c["program_failures"], row
+
+
+@pytest.mark.parametrize("model_class", ["UNet2DConditionModel", "AutoencoderKL", "FluxTransformer2DModel"])
+def test_diffusers_model_matches_cpu(model_class):
+    """Forward, backward and an AdamW step against the CPU; in the strict tier also compiled."""
+    pytest.importorskip("diffusers")  # installed by scripts/setup.sh
+    mode = os.environ.get("TORCHTPU_EAGER_MODE", "strict")
+    modes = "strict,compiled" if mode == "strict" else mode
+    proc = subprocess.run([sys.executable, str(DIFFUSERS_ZOO), "--one", model_class, "--modes", modes],
+                          capture_output=True, text=True, timeout=300)
+    rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert len(rows) == len(modes.split(",")), proc.stderr[-2000:]
+    for row in rows:
+        assert row["status"] == "pass", row
+        assert not row.get("fallbacks"), row
+        if row["mode"] == "compiled":
+            c = row["compiled"]
+            assert c["programs"] >= 3 and c["runs_op_by_op"] == 0, row  # forward, backward, step
 
 
 FROM_PRETRAINED = """

@@ -328,6 +328,22 @@ def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
                     "ids": ids, "generated": generated, "stepped": stepped}
 
 
+def tree_map_only(kind, fn, tree):
+    """fn applied to every `kind` leaf of nested lists, tuples and dicts (inputs such as a list
+    of conditioning images, one per ControlNet)."""
+    from torch.utils._pytree import tree_map_only as _map
+
+    return _map(kind, fn, tree)
+
+
+def fresh_model(ref: dict):
+    """A new copy of the reference's untrained model: ref["make"]() where the model cannot be
+    deep-copied (weight-normalized layers hold non-leaf tensors), else a deep copy."""
+    import copy
+
+    return ref["make"]() if ref.get("make") else copy.deepcopy(ref["model"])
+
+
 class IllConditioned(Exception):
     """The CPU's float32 result is itself far from float64: the comparison means nothing."""
 
@@ -335,16 +351,14 @@ class IllConditioned(Exception):
 def float64_grads(ref: dict) -> dict:
     """Gradients of the same forward and loss on the CPU in float64 (computed once; {} when the
     model does not run in float64)."""
-    import copy
-
     import torch
 
     if "float64_grads" not in ref:
         try:
-            model = copy.deepcopy(ref["model"]).double()
+            model = fresh_model(ref).double()
             torch.manual_seed(0)
-            inputs = {k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v
-                      for k, v in ref["inputs"].items()}
+            inputs = tree_map_only(torch.Tensor, lambda v: v.double() if v.is_floating_point() else v,
+                                   ref["inputs"])
             first_tensor(model(**inputs)).pow(2).mean().backward()
             ref["float64_grads"] = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
         except Exception:  # noqa: BLE001 - no float64 reference: the plain comparison decides
@@ -356,8 +370,6 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
     """Run the stages of `ref` on "tpu" in eager `mode`, compared with the CPU results. Mode
     "compiled": the forward (with AOTAutograd's backward) and a capturable AdamW step compiled
     with torch.compile(backend="tpu"), in strict eager (generate() runs eagerly)."""
-    import copy
-
     import torch
     import torchtpu
 
@@ -367,7 +379,7 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
     checked: list[str] = []
     a = None  # the forward's output on "tpu"
     try:
-        dev_model = copy.deepcopy(ref["model"]).to("tpu")
+        dev_model = fresh_model(ref).to("tpu")
         torchtpu.metrics.reset()
         if compiled:
             import torch._dynamo
@@ -375,8 +387,7 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
             torch._dynamo.reset()
         forward = torch.compile(dev_model, backend="tpu") if compiled else dev_model
         torch.manual_seed(0)
-        a = first_tensor(forward(**{k: v.to("tpu") if torch.is_tensor(v) else v
-                                    for k, v in ref["inputs"].items()}))
+        a = first_tensor(forward(**tree_map_only(torch.Tensor, lambda v: v.to("tpu"), ref["inputs"])))
         torch.testing.assert_close(a.detach().cpu(), ref["out"], atol=ATOL, rtol=RTOL)
         stage = "backward"
         a.float().pow(2).mean().backward()
@@ -452,13 +463,11 @@ def compiled_on_cpu_fails(ref: dict, tpu_out=None) -> str | None:
     "tpu" forward that differs from eager): also when the CPU's compiled forward differs from
     eager as well and the "tpu" one equals it (the model computes another thing when compiled,
     as transformers' code does under torch.compiler.is_compiling())."""
-    import copy
-
     import torch
 
     try:
         torch._dynamo.reset()
-        model = torch.compile(copy.deepcopy(ref["model"]), backend="aot_eager")
+        model = torch.compile(fresh_model(ref), backend="aot_eager")
         torch.manual_seed(0)
         out = first_tensor(model(**ref["inputs"]))
         cpu_compiled = out.detach()

@@ -2,6 +2,8 @@
 compiled training steps, inference, dynamic shapes, graph breaks, recompilations, input mutations
 and a Hugging Face static-cache generate() give the CPU's results, with what was compiled
 counted in torchtpu.metrics.compiled()."""
+import copy
+
 import pytest
 import torch
 import torch.nn as nn
@@ -516,3 +518,31 @@ def test_the_compilation_cache_on_disk_is_reused_by_a_second_process(tmp_path):
         assert abs(loss.item() - warm["losses"][i]) < 1e-4, (i, loss.item(), warm["losses"])
     with torch.no_grad():
         torch.testing.assert_close(torch.tensor(warm["out"]), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_group_norm_after_an_attention_blocks_transposed_output_has_the_cpu_gradients():
+    """An attention block whose output goes back to (b, c, h, w) by a transpose, then a group
+    norm (diffusers' VAE mid-block): AOTAutograd's backward passes the group norm's backward a
+    channels-last gradient and a contiguous input, which PyTorch's CPU kernel misreads. Found by
+    the diffusers zoo (AutoencoderKL compiled: 88 of 92 gradients wrong)."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.out = nn.Linear(32, 96), nn.Linear(32, 32)
+            self.norm, self.conv = nn.GroupNorm(4, 32), nn.Conv2d(32, 8, 3, padding=1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            q, k, v = self.qkv(x.flatten(2).transpose(1, 2)).unsqueeze(1).chunk(3, dim=-1)
+            a = nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1)
+            y = self.out(a).transpose(1, 2).reshape(b, c, h, w) + x
+            return self.conv(nn.functional.silu(self.norm(y)))
+
+    torch.manual_seed(0)
+    cpu, x = Block(), torch.randn(2, 32, 8, 8)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    cpu(x).pow(2).mean().backward()
+    torch.compile(tpu, backend="tpu")(x.to("tpu")).pow(2).mean().backward()
+    for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
