@@ -346,8 +346,13 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
              for (size_t i : f.outs) {
                if (host[i].isTensor()) outs.push_back(host[i].toTensor());
              }
-             c10::SmallVector<c10::DimVector, 1> sizes;
-             for (const at::Tensor& o : outs) sizes.emplace_back(o.sizes());
+             c10::SmallVector<c10::DimVector, 1> sizes, strides;
+             c10::SmallVector<int64_t, 1> offsets;
+             for (const at::Tensor& o : outs) {
+               sizes.emplace_back(o.sizes());
+               strides.emplace_back(o.strides());
+               offsets.push_back(o.storage_offset());
+             }
              op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &host);
              for (size_t j = 0; j < outs.size(); ++j) {
                TORCH_CHECK(outs[j].sizes() == c10::IntArrayRef(sizes[j]), f.name,
@@ -356,6 +361,16 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                            ". PyTorch's resizing of non-empty out= tensors is deprecated and "
                            "strict eager does not do it: pass an empty or correctly sized out "
                            "tensor (or use debug eager).");
+               if (outs[j].strides() != c10::IntArrayRef(strides[j]) ||
+                   outs[j].storage_offset() != offsets[j]) {
+                 // The CPU kernel laid its out= alias out anew (structured kernels restride an
+                 // out tensor to their own memory format: replication_pad3d of a channels-last
+                 // input writes channels-last) and wrote the values so; the TPU tensor keeps the
+                 // geometry it was issued with: the values are moved into it.
+                 const at::Tensor written = outs[j].clone();
+                 outs[j].as_strided(sizes[j], strides[j], offsets[j]).copy_(written);
+                 runtime::metrics::count("vpu.out_relaid");
+               }
              }
            },
            std::move(written));

@@ -581,6 +581,14 @@ at::Tensor mxu_operand(const at::Tensor& x, sim::Precision precision) {
                                                                                 : x;
 }
 
+// PyTorch's CPU flash-attention kernels read each row of the head dimension as contiguous memory
+// (its CPU dispatcher picks them only when the last stride is 1): a host alias whose head
+// dimension is strided (q from a permute of a channels-first tensor, as diffusers' Cosmos VAE
+// makes it) is copied to rows first.
+at::Tensor rows_dense(const at::Tensor& x) {
+  return x.stride(-1) == 1 ? x : x.contiguous();
+}
+
 // The strides of a tensor of `sizes` laid out as `like` is (PyTorch's meta kernel for the fused
 // attention ops does the same: alloc_with_matching_layout).
 c10::DimVector strides_like(const at::Tensor& like, c10::IntArrayRef sizes) {
@@ -629,9 +637,10 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   if (mask.defined()) h_mask = host_alias(mask);
   const int64_t group = q.size(1) / k.size(1);  // grouped-query attention: query heads per KV head
   auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
-      mxu_operand(host_alias(q), precision),
-      mxu_operand(heads_repeated(host_alias(k), group), precision),
-      mxu_operand(heads_repeated(host_alias(v), group), precision), 0.0, is_causal, h_mask, scale);
+      rows_dense(mxu_operand(host_alias(q), precision)),
+      rows_dense(mxu_operand(heads_repeated(host_alias(k), group), precision)),
+      rows_dense(mxu_operand(heads_repeated(host_alias(v), group), precision)), 0.0, is_causal,
+      h_mask, scale);
   std::vector<int64_t> out_sizes = q.sizes().vec();
   out_sizes.back() = v.size(-1);
   at::Tensor out = device_like(q, out_sizes);
@@ -640,8 +649,9 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
               attention_estimate(q, k, v, mask, false));
   const auto seed_options = q.options().dtype(at::kLong);
+  // (no dropout: the generator's seed and offset are 0)
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
-          at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
+          at::zeros({}, seed_options), at::zeros({}, seed_options), at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
@@ -662,10 +672,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   if (attn_bias.defined()) h_mask = host_alias(attn_bias);
   const int64_t group = q.size(1) / k.size(1);
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-      mxu_operand(host_alias(grad_out), precision), mxu_operand(host_alias(q), precision),
-      mxu_operand(heads_repeated(host_alias(k), group), precision),
-      mxu_operand(heads_repeated(host_alias(v), group), precision),
-      host_alias(out), host_alias(logsumexp), 0.0, is_causal, h_mask, scale);
+      rows_dense(mxu_operand(host_alias(grad_out), precision)),
+      rows_dense(mxu_operand(host_alias(q), precision)),
+      rows_dense(mxu_operand(heads_repeated(host_alias(k), group), precision)),
+      rows_dense(mxu_operand(heads_repeated(host_alias(v), group), precision)),
+      rows_dense(host_alias(out)), host_alias(logsumexp), 0.0, is_causal, h_mask, scale);
   gk = heads_summed(gk, group);
   gv = heads_summed(gv, group);
   auto to_device = [](const at::Tensor& host, const at::Tensor& like) {

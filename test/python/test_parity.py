@@ -462,3 +462,43 @@ def test_group_norm_backward_with_operands_in_two_layouts_matches_the_cpu(mode):
             h * w, groups, [True, True, True])
         for g, r in zip(got, want):
             torch.testing.assert_close(g.cpu(), r, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_attention_with_a_strided_head_dimension_matches_the_cpu(mode):
+    """Query, key and value whose head dimension is not contiguous (a permute of a channels-first
+    tensor, as diffusers' Cosmos VAE makes them): tpu's fused attention gave values up to 1e34
+    (PyTorch's CPU flash kernel, which it runs, reads head rows as contiguous). Found by the
+    diffusers zoo."""
+    torchtpu.set_eager_mode(mode)
+    torch.manual_seed(0)
+    qkv = [torch.randn(2, 2, 16, 8).transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_()
+           for _ in range(3)]
+    assert qkv[0].stride(-1) != 1
+    want = torch.nn.functional.scaled_dot_product_attention(*qkv)
+    want.pow(2).sum().backward()
+    on_tpu = [t.detach().to("tpu").requires_grad_() for t in qkv]
+    assert on_tpu[0].stride() == qkv[0].stride()
+    got = torch.nn.functional.scaled_dot_product_attention(*on_tpu)
+    got.pow(2).sum().backward()
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+    for a, b in zip(on_tpu, qkv):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_padding_a_channels_last_input_matches_the_cpu(mode):
+    """PyTorch's CPU replication/reflection pads lay their out= tensor out anew in the input's
+    memory format; strict and fused eager issue the result with the layout of PyTorch's meta
+    kernel (contiguous, as CUDA gives it) and the values were written in the other layout
+    (diffusers' Mochi VAE differed from the CPU everywhere). Found by the diffusers zoo."""
+    torchtpu.set_eager_mode(mode)
+    torch.manual_seed(0)
+    x3 = torch.randn(2, 4, 3, 5, 6).contiguous(memory_format=torch.channels_last_3d)
+    x2 = torch.randn(2, 4, 5, 6).contiguous(memory_format=torch.channels_last)
+    F = torch.nn.functional
+    for x, pad in ((x3, (1, 2, 1, 1, 2, 1)), (x2, (1, 2, 2, 1))):
+        for how in ("replicate", "reflect", "circular", "constant"):
+            want = F.pad(x, pad, mode=how)
+            got = F.pad(x.to("tpu"), pad, mode=how)
+            torch.testing.assert_close(got.cpu(), want, atol=0, rtol=0, msg=lambda m: f"{how} {x.dim()}-d: {m}")
