@@ -726,11 +726,16 @@ std::optional<std::vector<at::Tensor>> attention_meta_results(
         at::Tensor()};
   }
   if (name == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
-    // (grad_out, query, key, value, attn_bias, ...) -> (grad_q, grad_k, grad_v, grad_attn_bias)
+    // (grad_out, query, key, value, attn_bias, ...) -> (grad_q, grad_k, grad_v, grad_attn_bias),
+    // each laid out as empty_like lays it out (the kernel's results are empty_like's): an
+    // expanded mask (a causal mask broadcast over the batch) gives a dense gradient, not one
+    // with its zero strides.
+    auto empty_like_of = [&](const at::Tensor& t) { return at::empty_like(like(t)); };
     const at::Tensor& bias = args[4].isTensor() ? args[4].toTensor() : at::Tensor();
-    return std::vector<at::Tensor>{like(args[1].toTensor()), like(args[2].toTensor()),
-                                   like(args[3].toTensor()),
-                                   bias.defined() ? like(bias) : at::Tensor()};
+    return std::vector<at::Tensor>{empty_like_of(args[1].toTensor()),
+                                   empty_like_of(args[2].toTensor()),
+                                   empty_like_of(args[3].toTensor()),
+                                   bias.defined() ? empty_like_of(bias) : at::Tensor()};
   }
   return std::nullopt;
 }

@@ -502,3 +502,26 @@ def test_padding_a_channels_last_input_matches_the_cpu(mode):
             want = F.pad(x, pad, mode=how)
             got = F.pad(x.to("tpu"), pad, mode=how)
             torch.testing.assert_close(got.cpu(), want, atol=0, rtol=0, msg=lambda m: f"{how} {x.dim()}-d: {m}")
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_attention_with_a_mask_broadcast_over_the_batch_trains_like_the_cpu(mode):
+    """A causal mask expanded over the batch (zero strides, as diffusers' HunyuanVideo VAE passes
+    it). In that VAE, fused eager planned the backward's mask-gradient slot with the mask's zero
+    strides and failed ("more than one element of the written-to tensor refers to a single memory
+    location"); this small case does not keep that slot alive, so it passed before the fix too:
+    the failure itself is reproduced by test_diffusers.py's models that found bugs."""
+    torchtpu.set_eager_mode(mode)
+    torch.manual_seed(0)
+    qkv = [torch.randn(2, 2, 4, 8, requires_grad=True) for _ in range(3)]
+    mask = torch.tril(torch.ones(4, 4, dtype=torch.bool)).expand(2, 1, 4, 4)
+    want = torch.nn.functional.scaled_dot_product_attention(*qkv, attn_mask=mask)
+    want.pow(2).sum().backward()
+    on_tpu = [t.detach().to("tpu").requires_grad_() for t in qkv]
+    got = torch.nn.functional.scaled_dot_product_attention(
+        *on_tpu, attn_mask=torch.tril(torch.ones(4, 4, dtype=torch.bool, device="tpu")).expand(2, 1, 4, 4))
+    got.pow(2).sum().backward()
+    torchtpu.sync()
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+    for a, b in zip(on_tpu, qkv):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-5, rtol=1e-5)
