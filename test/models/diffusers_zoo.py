@@ -188,6 +188,15 @@ def input_recipes(model, cfg: dict) -> list[dict]:
               randn(b, 64, c_in), randn(b, c_in), randn(b, c_in, 64, 64), randn(b, c_in, 8192)]
     if c_in != 3:  # an image (pixel-space models, encoders of 3 channels)
         mains.insert(1, randn(b, 3, size, size))
+    # vectors and sequences of a width the config names (projections, image encoders, priors)
+    for key in ("embedding_dim", "hidden_size", "in_features", "redux_dim", "input_dim"):
+        w = _int(cfg, key)
+        if w and w <= 64:
+            mains += [randn(b, w), randn(b, TEXT_LEN, w)]
+    if main.endswith("ids"):  # token ids (masked image models): a grid of ids, then a sequence
+        vocab = min(_int(cfg, "codebook_size", "vocab_size", default=100), 100)
+        mains = [torch.randint(0, vocab, (b, size, size), generator=g),
+                 torch.randint(0, vocab, (b, TEXT_LEN), generator=g)]
     widths = text_widths(cfg)
     pooled = _int(cfg, "pooled_projection_dim", "text_embed_dim", "pooled_dim", "projection_class_embeddings_input_dim",
                   default=32)
@@ -196,7 +205,8 @@ def input_recipes(model, cfg: dict) -> list[dict]:
     id_axes = len(axes)
 
     # text lengths the model's learned positions are made for (or any length: TEXT_LEN)
-    text_len = min(_int(cfg, "max_text_seq_length", "text_len", "max_text_len", default=TEXT_LEN), 256)
+    text_len = min(_int(cfg, "max_text_seq_length", "text_len", "max_text_len", "num_embeddings",
+                        default=TEXT_LEN), 256)
     text_len_t5 = min(_int(cfg, "text_len_t5", default=text_len), 256)
 
     embedding_channels = next((v for k, v in cfg.items() if k.endswith("conditioning_embedding_out_channels")
@@ -219,8 +229,32 @@ def input_recipes(model, cfg: dict) -> list[dict]:
                        "text_embeds", "prompt_embeds", "caption", "cap_feats", "y"):
                 out[k] = randn(b, text_len_t5 if n.endswith("t5") else text_len, width)
             elif n in ("encoder_attention_mask", "text_attention_mask", "encoder_mask", "cap_mask",
-                       "attention_mask_t5", "text_embedding_mask") and k in required:
+                       "attention_mask_t5", "text_embedding_mask", "text_embedding_mask_t5",
+                       "encoder_hidden_states_mask"):
+                # (optional ones too: some models read them unconditionally; the required-only
+                # recipes below leave them out)
                 out[k] = torch.ones(b, text_len_t5 if n.endswith("t5") else text_len, dtype=torch.long)
+            elif n == "img_mask":
+                out[k] = torch.ones(b, tokens, dtype=torch.bool)
+            elif n == "image_meta_size":  # (original size, target size, crop top-left)
+                out[k] = torch.tensor([[size * 8, size * 8, size * 8, size * 8, 0, 0]] * b, dtype=torch.float32)
+            elif n == "style":
+                out[k] = torch.zeros(b, dtype=torch.long)
+            elif n == "added_time_ids":  # (fps, motion bucket, noise augmentation) as many as fit
+                per = _int(cfg, "addition_time_embed_dim", default=32)
+                out[k] = torch.tensor([[6.0, 127.0, 0.02][: max(1, pooled // per)]] * b)
+            elif n == "timestep_ratio":
+                out[k] = torch.tensor([0.3, 0.7][:b])
+            elif n == "clip_text_pooled":
+                out[k] = randn(b, 1, _int(cfg, "clip_text_pooled_in_channels", default=32))
+            elif n == "pooled_text_emb":
+                out[k] = randn(b, _int(cfg, "cond_embed_dim", default=pooled))
+            elif n == "micro_conds":
+                out[k] = torch.tensor([[size * 8, size * 8, 0, 0, 6.0]] * b)
+            elif n in ("num_frames", "height", "width") and x.dim() == 3:
+                # sequence models given their latent grid (one frame of side x side patches)
+                side = int(tokens ** 0.5)
+                out[k] = 1 if n == "num_frames" else side
             elif n in ("pooled_projections", "pooled_prompt_embeds", "text_embeds_pooled"):
                 out[k] = randn(b, pooled)
             elif n == "img_ids":  # (row, column) positions in the last two of the rotary axes
