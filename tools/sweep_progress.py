@@ -13,6 +13,9 @@ import re
 import time
 
 ITEM = re.compile(r"^\[(\d+)/(\d+)\] (\S+): (.*)$")
+# An item's line: "<mode> <status>" pairs separated by commas, then the reason of the last one
+# (which may hold commas itself: only pairs with a status word count).
+STATUS = re.compile(r"^\s*(\S+) (pass|harness|backend bug)\b")
 
 
 def alive(pid: int) -> bool:
@@ -37,9 +40,9 @@ def progress(logs: list[str]) -> tuple[int, int, dict[str, int]]:
                     if m:
                         last = m
                         for part in m.group(4).split(","):
-                            words = part.split()
-                            if len(words) >= 2:
-                                key = " ".join(words[:2]) if words[1] != "backend" else " ".join(words[:3])
+                            pair = STATUS.match(part)
+                            if pair:
+                                key = f"{pair.group(1)} {pair.group(2)}"
                                 statuses[key] = statuses.get(key, 0) + 1
         except FileNotFoundError:
             continue

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -376,11 +375,9 @@ def cpu_reference(class_name: str) -> tuple[dict, dict | None]:
         out.float().pow(2).mean().backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
         stage = "optimizer"
-        torch.optim.AdamW(model.parameters(), lr=1e-3).step()
-        stepped = [p.detach().clone() for p in model.parameters()]
+        stepped = zoo.adamw_step(model)
     except Exception as e:  # noqa: BLE001
-        return {**result, "status": "harness",
-                "reason": f"CPU side ({stage}): {type(e).__name__}: {str(e)[:160]}"}, None
+        return zoo.cpu_side_failure(result, stage, e), None
     return result, {"model": None, "make": make, "inputs": inputs, "out": out.detach(), "grads": grads,
                     "ids": None, "generated": None, "stepped": stepped}
 
@@ -442,39 +439,8 @@ def probe(classes: list[str]) -> None:
 
 
 def sweep(args) -> None:
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("")
     classes = args.classes.split(",") if args.classes else model_classes()
-    index, count = (int(x) for x in args.shard.split("/"))
-    classes = classes[index::count]
-    counts: dict[str, int] = {}
-    for i, c in enumerate(classes):
-        start = time.time()
-        try:
-            proc = subprocess.run([sys.executable, __file__, "--one", c, "--modes", args.modes],
-                                  capture_output=True, text=True, timeout=args.timeout)
-            rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
-            if not rows and "memory guard:" in proc.stderr:
-                guard = proc.stderr[proc.stderr.index("memory guard:"):].splitlines()[0]
-                rows = [{"model_type": c, "mode": m, "status": "harness", "reason": f"{guard} (input recipe)"}
-                        for m in args.modes.split(",")]
-            elif not rows:
-                rows = [{"model_type": c, "mode": m, "status": "backend bug",
-                         "reason": f"subprocess died ({proc.returncode}): {proc.stderr[-300:]}"}
-                        for m in args.modes.split(",")]
-        except subprocess.TimeoutExpired:
-            rows = [{"model_type": c, "mode": m, "status": "harness", "reason": f"timeout after {args.timeout} s"}
-                    for m in args.modes.split(",")]
-        for row in rows:
-            row["seconds"] = round(time.time() - start, 1)
-            counts[row["status"]] = counts.get(row["status"], 0) + 1
-        with out.open("a") as f:
-            f.writelines(json.dumps(row) + "\n" for row in rows)
-        summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
-        print(f"[{i + 1}/{len(classes)}] {c}: {summary} "
-              f"{rows[-1].get('reason', '')[:100]}", flush=True)
-    print(counts)
+    zoo.run_sweep([(c, [sys.executable, __file__, "--one", c], {}) for c in classes], args)
 
 
 def report(paths: list[str]) -> None:

@@ -261,6 +261,19 @@ def first_tensor(out):
     raise LookupError("no floating-point tensor in the model output")
 
 
+def adamw_step(model) -> list:
+    """One AdamW step (lr 1e-3) of the model's parameters; their new values."""
+    import torch
+
+    torch.optim.AdamW(model.parameters(), lr=1e-3).step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def cpu_side_failure(result: dict, stage: str, e: Exception) -> dict:
+    """The record of a model the CPU side could not build or run (a harness limitation)."""
+    return {**result, "status": "harness", "reason": f"CPU side ({stage}): {type(e).__name__}: {str(e)[:160]}"}
+
+
 def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
     """Build the shrunk model and run every stage on the CPU. Returns (result, reference);
     reference is None when the CPU side could not build or run it (a harness limitation)."""
@@ -319,11 +332,9 @@ def cpu_reference(model_type: str, causal: bool) -> tuple[dict, dict | None]:
             except Exception as e:  # noqa: BLE001 - forward/backward/step are still compared
                 result["generate"] = f"skipped, fails on the CPU: {type(e).__name__}: {str(e)[:120]}"
         stage = "optimizer"
-        torch.optim.AdamW(model.parameters(), lr=1e-3).step()
-        stepped = [p.detach().clone() for p in model.parameters()]
+        stepped = adamw_step(model)
     except Exception as e:  # noqa: BLE001
-        return {**result, "status": "harness",
-                "reason": f"CPU side ({stage}): {type(e).__name__}: {str(e)[:160]}"}, None
+        return cpu_side_failure(result, stage, e), None
     return result, {"model": pristine, "inputs": inputs, "out": out.detach(), "grads": grads,
                     "ids": ids, "generated": generated, "stepped": stepped}
 
@@ -506,37 +517,51 @@ def model_types() -> list[tuple[str, bool]]:
 
 
 def sweep(args) -> None:
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("")
     types = model_types()[: args.limit] if args.limit else model_types()
     if args.types:
         wanted = set(args.types.split(","))
         types = [t for t in model_types() if t[0] in wanted]
+    run_sweep([(t, [sys.executable, __file__, "--one", t] + (["--causal"] if causal else []),
+                {"causal_lm": causal}) for t, causal in types], args)
+
+
+def run_sweep(items: list[tuple[str, list[str], dict]], args) -> None:
+    """The items of this shard (args.shard "i/n"), each by its command (`--modes` added) in a
+    subprocess with a timeout; one JSON record per mode appended to args.out and one progress
+    line per item ("[k/N] name: mode status, ..." as tools/sweep_progress.py reads it). Also the
+    diffusers zoo's loop. A subprocess that ended without records is a backend bug, unless the
+    memory guard ended it (an input recipe that explodes: a harness limit)."""
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("")
     index, count = (int(x) for x in args.shard.split("/"))
-    types = types[index::count]
+    items = items[index::count]
+    modes = args.modes.split(",")
     counts: dict[str, int] = {}
-    for i, (t, causal) in enumerate(types):
+    for i, (name, cmd, extra) in enumerate(items):
         start = time.time()
+
+        def each_mode(status, reason):
+            return [{"model_type": name, **extra, "mode": m, "status": status, "reason": reason} for m in modes]
+
         try:
-            proc = subprocess.run([sys.executable, __file__, "--one", t, "--modes", args.modes]
-                                  + (["--causal"] if causal else []),
-                                  capture_output=True, text=True, timeout=args.timeout)
+            proc = subprocess.run(cmd + ["--modes", args.modes], capture_output=True, text=True,
+                                  timeout=args.timeout)
             rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
-            if not rows:
-                rows = [{"model_type": t, "causal_lm": causal, "mode": m, "status": "backend bug",
-                         "reason": f"subprocess died ({proc.returncode}): {proc.stderr[-300:]}"}
-                        for m in args.modes.split(",")]
+            if not rows and "memory guard:" in proc.stderr:
+                guard = proc.stderr[proc.stderr.index("memory guard:"):].splitlines()[0]
+                rows = each_mode("harness", f"{guard} (input recipe)")
+            elif not rows:
+                rows = each_mode("backend bug", f"subprocess died ({proc.returncode}): {proc.stderr[-300:]}")
         except subprocess.TimeoutExpired:
-            rows = [{"model_type": t, "causal_lm": causal, "mode": m, "status": "harness",
-                     "reason": f"timeout after {args.timeout} s"} for m in args.modes.split(",")]
+            rows = each_mode("harness", f"timeout after {args.timeout} s")
         for row in rows:
             row["seconds"] = round(time.time() - start, 1)
             counts[row["status"]] = counts.get(row["status"], 0) + 1
         with out.open("a") as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)
         summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
-        print(f"[{i + 1}/{len(types)}] {t}: {summary} {rows[-1].get('reason', '')[:100]}", flush=True)
+        print(f"[{i + 1}/{len(items)}] {name}: {summary} {rows[-1].get('reason', '')[:100]}", flush=True)
     print(counts)
 
 
