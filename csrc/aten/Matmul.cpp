@@ -649,9 +649,10 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
               attention_estimate(q, k, v, mask, false));
   const auto seed_options = q.options().dtype(at::kLong);
-  // (no dropout: the generator's seed and offset are 0)
+  // (no dropout: the generator's seed and offset are never read, and left unset as CUDA's flash
+  // kernel leaves them; filling them would cost two launches)
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
-          at::zeros({}, seed_options), at::zeros({}, seed_options), at::Tensor()};
+          at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
