@@ -293,7 +293,10 @@ def test_an_index_error_of_an_op_whose_result_is_dead_is_raised(mode):
 # 7. Ctrl-C waited for the whole queue: SIGINT was not acted on during a synchronize and the
 # exit handler drained the queue.
 SIGINT_PROGRAM = """
-import sys, time, torch, torchtpu
+import signal, sys, time, torch, torchtpu
+# (Python keeps SIGINT ignored when it starts with it ignored, as a shell's background job does:
+# Ctrl-C's handler is installed here so that the test does not depend on how it was started.)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 x = torch.randn(2048, 2048, device="tpu")
 ys = [x @ x for i in range(40)]
 print("queued", flush=True)

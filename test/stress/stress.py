@@ -39,6 +39,11 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
     import torch
     import torchtpu
 
+    if interruptible:
+        # (Python keeps SIGINT ignored when it starts with it ignored, as a shell's background
+        # job does: Ctrl-C's handler is installed so that the round does not depend on that.)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
     rng = random.Random(seed)
     stop = threading.Event()
     counts = {"iterations": 0, "wrong": 0, "errors": [], "wrong_in": {}}
