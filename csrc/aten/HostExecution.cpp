@@ -40,6 +40,7 @@
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string_view>
 
@@ -301,6 +302,17 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   const auto device = common_device(name, torch::jit::last(*stack, num_args), schema);
   TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
 
+  if (f.traits->contiguous_operands) {
+    // Inputs (not out= tensors) become contiguous copies, on every path (the functional op runs
+    // inline, its out= overload is enqueued).
+    for (size_t i = 0; i < num_args; ++i) {
+      c10::IValue& v = (*stack)[base + i];
+      if (!v.isTensor() || std::find(f.outs.begin(), f.outs.end(), i) != f.outs.end()) continue;
+      const at::Tensor& t = v.toTensor();
+      if (t.defined() && !t.is_contiguous()) v = t.contiguous();
+    }
+  }
+
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
   // with no generator to lend. Everything else runs inline after the queued work.
   const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
@@ -378,11 +390,6 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   }
   const c10::ScalarType reduced =
       route_results ? widen_reduced_precision(name, stack, base, num_args) : c10::kFloat;
-  if (f.traits->contiguous_operands) {
-    map_tensor_arguments(stack, base, num_args, [](const at::Tensor& t) {
-      return t.defined() && !t.is_contiguous() ? t.contiguous() : t;
-    });
-  }
   wait_for_device(*device);
   Footprint footprint;
   for (const auto& t : tensors_of(*stack, base)) {

@@ -462,6 +462,13 @@ def test_group_norm_backward_with_operands_in_two_layouts_matches_the_cpu(mode):
             h * w, groups, [True, True, True])
         for g, r in zip(got, want):
             torch.testing.assert_close(g.cpu(), r, atol=1e-5, rtol=1e-5)
+        # the out= overload (enqueued in strict eager) as well
+        outs = [torch.empty(n, c, h, w, device="tpu"), torch.empty(c, device="tpu"), torch.empty(c, device="tpu")]
+        torch.ops.aten.native_group_norm_backward.out(
+            dy_.to("tpu"), x_.to("tpu"), mean.to("tpu"), rstd.to("tpu"), weight.to("tpu"), n, c,
+            h * w, groups, [True, True, True], out0=outs[0], out1=outs[1], out2=outs[2])
+        for g, r in zip(outs, want):
+            torch.testing.assert_close(g.cpu(), r, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
