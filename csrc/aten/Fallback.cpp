@@ -22,6 +22,8 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <unordered_set>
@@ -83,6 +85,80 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+// See the registration for QuantizedPrivateUse1 below.
+void layout_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = op_name(op);
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  const auto device = common_device(name, torch::jit::last(*stack, num_args), schema);
+  note_fallback(name);
+  if (device) wait_for_device(*device);
+
+  std::vector<at::Tensor> tensors;
+  add_tensors(torch::jit::last(*stack, num_args), tensors);
+  // The tpu tensors the op writes (by argument index), to copy the CPU's writes back into.
+  std::vector<std::pair<size_t, at::Tensor>> written;
+  for (size_t i = 0; i < num_args; ++i) {
+    const c10::IValue& slot = (*stack)[base + i];
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    if (slot.isTensor() && alias != nullptr && alias->isWrite() &&
+        slot.toTensor().device().is_privateuseone()) {
+      written.emplace_back(i, slot.toTensor());
+    }
+  }
+  map_tensor_arguments(stack, base, num_args, [](const at::Tensor& t) {
+    return t.defined() && t.device().is_privateuseone() ? t.cpu() : t;
+  });
+  std::vector<at::Tensor> cpu_written;
+  for (const auto& [i, t] : written) cpu_written.push_back((*stack)[base + i].toTensor());
+  {
+    GeneratorLoan loan(op, stack, device);
+    op.callBoxed(stack);
+  }
+  for (size_t k = 0; k < written.size(); ++k) written[k].second.copy_(cpu_written[k]);
+  if (!device) return;
+  const size_t num_returns = schema.returns().size();
+  const std::vector<int> returned = returned_arguments(schema);
+  for (size_t r = 0; r < num_returns; ++r) {
+    c10::IValue& slot = (*stack)[stack->size() - num_returns + r];
+    if (r < returned.size() && returned[r] >= 0) {
+      for (const auto& [i, t] : written) {
+        if (static_cast<int>(i) == returned[r]) slot = t;  // the tpu argument it wrote
+      }
+    }
+  }
+  map_tensor_arguments(stack, stack->size() - num_returns, num_returns,
+                       [&](const at::Tensor& t) {
+                         return t.defined() && t.device().is_cpu() ? t.to(*device) : t;
+                       });
+  add_tensors(torch::jit::last(*stack, num_returns), tensors);
+  sim::record(name, estimate_fallback_op(tensors));
+}
+
+// An op the CPU has a kernel for under `cpu_key` (QuantizedCPU) may resolve on tpu to a
+// composite kernel (a functional op built on its out= variant), which would make a result the
+// fallback cannot move. Each such op without a torchtpu kernel for `tpu_key` gets the layout
+// fallback registered as its kernel, so it runs as the CPU runs it.
+void route_to_layout_fallback(c10::DispatchKey cpu_key, c10::DispatchKey tpu_key) {
+  static std::map<std::string, std::unique_ptr<torch::Library>> libraries;  // kept registered
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getRegistrationsForDispatchKey(cpu_key)) {
+    const auto op = dispatcher.findOp(name);
+    if (!op || op->hasKernelForDispatchKey(tpu_key)) continue;
+    const auto sep = name.name.find("::");
+    const std::string ns = name.name.substr(0, sep);
+    auto& lib = libraries[ns + "/" + c10::toString(tpu_key)];
+    if (!lib) {
+      lib = std::make_unique<torch::Library>(torch::Library::IMPL, ns, tpu_key, __FILE__,
+                                             __LINE__);
+    }
+    const std::string op_name = name.name.substr(sep + 2) +
+                                (name.overload_name.empty() ? "" : "." + name.overload_name);
+    lib->impl(op_name.c_str(), entry_boxed<&layout_fallback>(Capture::fallback));
+  }
+}
 
 // The device of the op, from its tensor arguments, with CUDA's rule: all tensors on one device,
 // except 0-dim CPU tensors, which act as scalars, and CPU index tensors of the advanced-indexing
@@ -221,6 +297,16 @@ void set_fallback_mode(FallbackMode mode) { mode_slot().store(mode); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(entry_boxed<&fallback>(Capture::fallback));
+}
+
+// Ops on quantized tpu tensors without a kernel of Quantized.cpp. PyTorch's cpu_fallback
+// redispatches to the dense CPU kernel, which is not the quantized one: this fallback moves the
+// tpu tensors to the CPU as they are (a quantized tensor with its quantization, through
+// Quantized.cpp's copies), calls the op through the whole dispatcher, copies what the op wrote
+// into its tpu arguments back into them and moves new results to the device. Counted as any
+// fallback.
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(entry_boxed<&layout_fallback>(Capture::fallback));
 }
 
 }  // namespace torchtpu::aten

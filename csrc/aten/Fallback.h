@@ -28,6 +28,13 @@ void set_fallback_mode(FallbackMode mode);
 // a float64 matmul) to the host. `why` replaces the standard explanation in the warning.
 void note_fallback(const std::string& name, const char* why = nullptr);
 
+// The fallback for ops on quantized (and other non-strided) tpu tensors: the op runs through the
+// whole dispatcher on CPU copies of its tpu tensors (Fallback.cpp).
+void layout_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// Registers layout_fallback under `tpu_key` for every op the CPU has a `cpu_key` kernel for and
+// torchtpu has none (call it after torchtpu's own registrations for the key).
+void route_to_layout_fallback(c10::DispatchKey cpu_key, c10::DispatchKey tpu_key);
+
 
 // The device an op runs on, from its arguments on the stack, with CUDA's rule: all tensors on
 // one device except 0-dim CPU tensors read as scalars (never one the op writes: an out= tensor

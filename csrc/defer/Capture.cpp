@@ -954,6 +954,22 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   return d;
 }
 
+bool has_sparse_argument(const torch::jit::Stack& stack, size_t num_args) {
+  auto sparse = [](const at::Tensor& t) {
+    return t.defined() && t.layout() != c10::kStrided;
+  };
+  for (auto it = stack.end() - num_args; it != stack.end(); ++it) {
+    if (it->isTensor()) {
+      if (sparse(it->toTensor())) return true;
+    } else if (it->isTensorList()) {
+      for (const at::Tensor& t : it->toTensorList()) {
+        if (sparse(t)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
               const aten::OpTraits& traits, const std::string& name) {
   State& s = state();
@@ -964,6 +980,13 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     return false;
   }
   if (capture == Capture::view) return false;
+  if (has_sparse_argument(*stack, op.schema().arguments().size())) {
+    // A sparse tensor has no storage of its own (its indices and values are tensors of their
+    // own); its ops are metadata or the CPU fallback (aten/Sparse.cpp): they run now, after
+    // everything recorded.
+    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::cpu_fallback);
+    return false;
+  }
   if (capture == Capture::factory) {
     if (record_factory(op, stack, name)) return true;
     if (capturing) fold_or_fail(s, op, *stack, "a factory ran at once: " + name);

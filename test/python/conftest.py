@@ -18,6 +18,9 @@ def pytest_configure(config):
         "mode, to keep CI within its time budget: the reason says why")
 
 
+EAGER_MODES = ("strict", "debug", "fused")
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("TORCHTPU_EAGER_MODE", "strict") == "strict":
         return
@@ -25,6 +28,13 @@ def pytest_collection_modifyitems(config, items):
         marker = item.get_closest_marker("one_tier")
         if marker is not None:
             item.add_marker(pytest.mark.skip(reason=f"strict tier only: {marker.args[0]}"))
+        # A test parametrized by the eager mode sets that mode itself (set_eager_mode, or the
+        # environment of its child process): the strict tier runs every mode it names; the other
+        # tiers would run the same cases again.
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("mode") in EAGER_MODES:
+            item.add_marker(pytest.mark.skip(
+                reason="sets its eager mode itself: the strict tier runs each of its modes"))
 
 
 @pytest.fixture(autouse=True)
