@@ -183,12 +183,30 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
                 "be known without values (its meta kernel: ", why, "). Run it outside ",
                 "torchtpu.dry_run(), or on tensors with values.");
   };
+  // Quantized and sparse tensors (docs/quantized.md) carry a quantizer or components that meta
+  // results do not have: a dry run does not model them.
+  auto layout_kind = [](const at::Tensor& t) {
+    return t.defined() && (t.is_quantized() || c10::isQIntType(t.scalar_type()) ||
+                           t.layout() != c10::kStrided);
+  };
+  bool quantized_or_sparse = name.rfind("aten::quantize_per", 0) == 0 ||
+                             name.rfind("aten::_make_per", 0) == 0 ||
+                             name.rfind("quantized::", 0) == 0;
+  for (const c10::IValue& a : args) {
+    if (a.isTensor()) quantized_or_sparse |= layout_kind(a.toTensor());
+  }
+  if (quantized_or_sparse) cannot_run("a dry run does not model quantized or sparse tensors");
   try {
     call_meta(op, meta);
   } catch (const c10::Error& e) {
     cannot_run(e.what_without_backtrace());
   } catch (const std::exception& e) {
     cannot_run(e.what());
+  }
+  for (const c10::IValue& m : meta) {
+    if (m.isTensor() && layout_kind(m.toTensor())) {
+      cannot_run("a dry run does not model quantized or sparse tensors");
+    }
   }
   TORCH_CHECK(meta.size() == schema.returns().size(), "dry run: '", name, "' returned ",
               meta.size(), " values for ", schema.returns().size(), " returns");

@@ -151,3 +151,11 @@ def test_a_sparse_embedding_trains_like_the_cpu():
         return emb.weight.detach().cpu()
 
     torch.testing.assert_close(train("tpu"), train("cpu"), rtol=0, atol=0)
+
+
+def test_a_dry_run_refuses_quantized_tensors_with_a_clear_error():
+    # (Its meta results have no quantizer: quantize_per_tensor gave a float32 tensor before.)
+    with torchtpu.dry_run():
+        x = torch.randn(8, 16, device="tpu")
+        with pytest.raises(RuntimeError, match="does not model quantized or sparse tensors"):
+            torch.quantize_per_tensor(x, 0.05, 10, torch.quint8)
