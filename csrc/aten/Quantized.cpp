@@ -17,6 +17,7 @@
 #include "aten/Fallback.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
+#include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 #include "sim/Ledger.h"
 
@@ -61,6 +62,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
+
+#include <map>
+#include <mutex>
 
 namespace torchtpu::aten {
 namespace {
@@ -391,34 +395,61 @@ c10::intrusive_ptr<LinearPackedParamsBase> linear_prepack(at::Tensor weight,
                                                      : std::nullopt);
 }
 
-PackedLinearWeight& packed_on_tpu(const c10::intrusive_ptr<LinearPackedParamsBase>& packed) {
-  auto* p = dynamic_cast<PackedLinearWeight*>(packed.get());
-  TORCH_CHECK(p != nullptr,
-              "quantized::linear on tpu got a weight packed for the CPU: pack it from a tpu "
-              "weight (torch.ops.quantized.linear_prepack(weight.to('tpu'), bias.to('tpu')))");
-  return *p;
+// A weight packed on the CPU (fbgemm's or onednn's format: what torch.ao's quantize_dynamic and
+// convert make, whose modules keep their packed weights as CPU objects that Module.to() does not
+// move) meets a tpu input: its weight and bias are unpacked and packed again on the input's
+// device once, kept for as long as the CPU object lives, and counted
+// ("quantized.cpu_packed_weights_moved" in torchtpu.metrics.counters()).
+PackedLinearWeight& packed_on_tpu(const c10::intrusive_ptr<LinearPackedParamsBase>& packed,
+                                  c10::Device device) {
+  if (auto* p = dynamic_cast<PackedLinearWeight*>(packed.get())) return *p;
+  struct Moved {
+    c10::weak_intrusive_ptr<LinearPackedParamsBase> from;
+    c10::intrusive_ptr<LinearPackedParamsBase> to;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, c10::DeviceIndex>, Moved> moved;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = moved.begin(); it != moved.end();) {  // (forget the ones whose CPU object died)
+    it = it->second.from.expired() ? moved.erase(it) : std::next(it);
+  }
+  const auto key = std::make_pair(static_cast<const void*>(packed.get()), device.index());
+  auto it = moved.find(key);
+  if (it == moved.end()) {
+    auto [weight, bias] = packed->unpack();
+    std::optional<at::Tensor> b;
+    if (bias && bias->defined()) b = bias->to(device);
+    it = moved.emplace(key, Moved{c10::weak_intrusive_ptr<LinearPackedParamsBase>(packed),
+                                  linear_prepack(weight.to(device), b)}).first;
+    runtime::metrics::count("quantized.cpu_packed_weights_moved");
+  }
+  return static_cast<PackedLinearWeight&>(*it->second.to);
 }
 
 at::Tensor linear(at::Tensor input, const c10::intrusive_ptr<LinearPackedParamsBase>& packed,
                   double scale, int64_t zero_point) {
-  return packed_on_tpu(packed).apply(std::move(input), scale, zero_point);
+  const c10::Device device = input.device();
+  return packed_on_tpu(packed, device).apply(std::move(input), scale, zero_point);
 }
 
 at::Tensor linear_relu(at::Tensor input, const c10::intrusive_ptr<LinearPackedParamsBase>& packed,
                        double scale, int64_t zero_point) {
-  return packed_on_tpu(packed).apply_relu(std::move(input), scale, zero_point);
+  const c10::Device device = input.device();
+  return packed_on_tpu(packed, device).apply_relu(std::move(input), scale, zero_point);
 }
 
 at::Tensor linear_dynamic(at::Tensor input,
                           const c10::intrusive_ptr<LinearPackedParamsBase>& packed,
                           bool reduce_range) {
-  return packed_on_tpu(packed).apply_dynamic(std::move(input), reduce_range);
+  const c10::Device device = input.device();
+  return packed_on_tpu(packed, device).apply_dynamic(std::move(input), reduce_range);
 }
 
 at::Tensor linear_relu_dynamic(at::Tensor input,
                                const c10::intrusive_ptr<LinearPackedParamsBase>& packed,
                                bool reduce_range) {
-  return packed_on_tpu(packed).apply_dynamic_relu(std::move(input), reduce_range);
+  const c10::Device device = input.device();
+  return packed_on_tpu(packed, device).apply_dynamic_relu(std::move(input), reduce_range);
 }
 
 }  // namespace

@@ -107,8 +107,26 @@ def test_int8_linear_runs_on_the_mxu_at_the_int8_rate_and_equals_the_cpu():
     torchtpu.metrics.reset()
     torch._int_mm(a, bt).cpu()
     assert linear_mxu == pytest.approx(torchtpu.metrics.estimate(chip="v5e")["mxu_time_s"])
-    with pytest.raises(RuntimeError, match="packed for the CPU"):
-        torch.ops.quantized.linear(xq.to("tpu"), cpu, 0.1, 64)
+    # A weight packed on the CPU is packed again on tpu once, and counted.
+    torchtpu.metrics.reset()
+    for _ in range(2):
+        got = torch.ops.quantized.linear(xq.to("tpu"), cpu, 0.1, 64)
+        assert torch.equal(ints(got), torch.ops.quantized.linear(xq, cpu, 0.1, 64).int_repr())
+    assert torchtpu.metrics.counters()["quantized.cpu_packed_weights_moved"] == 1
+
+
+def test_a_dynamically_quantized_model_runs_on_tpu_like_the_cpu():
+    # torch.ao's quantize_dynamic keeps each Linear's packed int8 weight as a CPU object that
+    # Module.to() does not move; on tpu it is packed again once and the int8 linears run there.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    qmodel = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    x = torch.randn(16, 32)
+    want = qmodel(x)
+    got = qmodel.to("tpu")(x.to("tpu"))
+    assert got.device.type == "tpu"
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)  # (as linear_dynamic above)
+    assert not torchtpu.metrics.fallbacks()
 
 
 def test_sparse_coo_and_csr_tensors_live_on_tpu_and_their_ops_run_through_the_fallback():
