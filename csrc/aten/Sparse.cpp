@@ -18,6 +18,8 @@
 #include <ATen/ops/_values_native.h>
 #include <ATen/ops/ccol_indices_native.h>
 #include <ATen/ops/col_indices_native.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/crow_indices_native.h>
 #include <ATen/ops/dense_dim_native.h>
@@ -58,6 +60,8 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
          entry(TORCH_FN(at::native::sparse_resize_and_clear_), Capture::none));
   m.impl("copy_sparse_to_sparse_", entry(TORCH_FN(at::native::copy_sparse_), Capture::none));
   m.impl("zero_", entry(TORCH_FN(at::native::zero_sparse_), Capture::none));
+  m.impl("copy_", entry(TORCH_FN(at::native::copy_sparse_wrapper_), Capture::none));
+  m.impl("clone", entry(TORCH_FN(at::native::clone_sparse), Capture::none));
 }
 
 TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
@@ -72,6 +76,8 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("sparse_dim", entry(TORCH_FN(at::native::sparse_dim_sparse_csr), Capture::none));
   m.impl("dense_dim", entry(TORCH_FN(at::native::dense_dim_sparse_csr), Capture::none));
   m.impl("_nnz", entry(TORCH_FN(at::native::_nnz_sparse_csr), Capture::none));
+  m.impl("copy_", entry(TORCH_FN(at::native::copy_sparse_compressed_), Capture::none));
+  m.impl("clone", entry(TORCH_FN(at::native::clone_sparse_compressed), Capture::none));
 }
 
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {

@@ -144,6 +144,10 @@ def test_sparse_coo_and_csr_tensors_live_on_tpu_and_their_ops_run_through_the_fa
     assert torch.equal((st + st * 2).coalesce().to_dense().cpu(),
                        (sc + sc * 2).coalesce().to_dense())
     assert torch.equal(st.cpu().to_dense(), sc.to_dense())
+    inplace, want = st.clone(), sc.clone()
+    inplace.add_(st)  # an in-place op through the fallback writes its tpu argument
+    want.add_(sc)
+    assert inplace.device.type == "tpu" and torch.equal(inplace.to_dense().cpu(), want.to_dense())
     dense = torch.randn(4, 3, generator=g)
     csr = dense.to("tpu").to_sparse_csr()
     assert csr.layout == torch.sparse_csr and csr.crow_indices().device.type == "tpu"
