@@ -14,15 +14,19 @@
 // - the out= dtypes that structured out= wrappers and a few kernels insist on;
 // - masked_fill_ / masked_scatter_: a boolean mask, a 0-dim value, a value the dtype can hold;
 // - gelu's `approximate`, layer norm's shapes, bucketize's boundaries, _scaled_mm's shapes.
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
+#include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/PyObjectSlot.h>
 #include <ATen/native/layer_norm.h>
 #include <c10/core/ScalarType.h>
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
 
@@ -234,13 +238,85 @@ CallChecks call_checks_of(const c10::OperatorHandle& op) {
   return checks;
 }
 
-void check_at_call(const CallChecks& checks, const torch::jit::Stack& stack, size_t num_args) {
+namespace {
+
+// Was the tensor handed in from Python (it has a Python object)? PyTorch's structured
+// functional kernels allocate their results in C++ and pass them straight to the out= variant,
+// sized by the op's meta function: those have none yet.
+bool from_python(const at::Tensor& t) {
+  return t.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() != nullptr;
+}
+
+// Is the out= tensor one of the op's inputs (an in-place call through the out= variant)?
+bool is_an_input(const Stack& stack, size_t base, size_t num_args, const CallChecks& checks,
+                 const at::Tensor& out) {
+  for (size_t i = 0; i < num_args; ++i) {
+    if (std::find(checks.outs.begin(), checks.outs.end(), i) != checks.outs.end()) continue;
+    const c10::IValue& v = stack[base + i];
+    if (v.isTensor() && v.toTensor().unsafeGetTensorImpl() == out.unsafeGetTensorImpl()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A non-empty out= tensor of another shape than the op's result is resized at the call, as the CPU
+// resizes it (with its warning), before the op is queued or recorded. The result's shape is the
+// op's meta function's (which resizes its meta out= tensors and warns as the CPU does). Checked
+// only for out= tensors handed in from Python, to keep the meta function off the hot path
+// (PyTorch's structured functional ops pass their out= variant results they just sized with that
+// same meta function); not for out= tensors that are inputs too (in-place ops, whose meta
+// functions check the shape) nor for ops without a meta kernel (their kernel decides, at
+// synchronization). A LibTorch program's out= tensors are not checked at the call. Counted
+// ("calls.out_shape_checks" in torchtpu.metrics.counters()).
+void resize_outs(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
+                 size_t num_args) {
+  const size_t base = stack.size() - num_args;
+  bool check = false;
+  for (uint8_t i : checks.outs) {
+    const at::Tensor* out = tensor_at(stack, base, i);
+    if (on_device(out) && out->numel() != 0 && from_python(*out) &&
+        !is_an_input(stack, base, num_args, checks, *out)) {
+      check = true;
+    }
+  }
+  if (!check) return;
+  static runtime::metrics::Counter checked("calls.out_shape_checks");
+  checked.add();
+  Stack meta(stack.end() - num_args, stack.end());
+  map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
+  std::vector<at::Tensor> meta_outs;
+  for (uint8_t i : checks.outs) {
+    meta_outs.push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
+  }
+  try {
+    call_meta(op, meta);
+  } catch (const std::exception&) {
+    // No meta kernel, or arguments it refuses: the checks and the kernel decide, with the CPU's
+    // messages (a meta function's can differ).
+    return;
+  }
+  for (size_t k = 0; k < checks.outs.size(); ++k) {
+    const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
+    const at::Tensor& m = meta_outs[k];
+    if (!on_device(out) || !m.defined() || m.sizes() == out->sizes()) continue;
+    // (The meta function warned as the CPU warns; the out= tensor takes the CPU's new geometry.)
+    out->resize_(m.sizes());
+    if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
+  }
+}
+
+}  // namespace
+
+void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
+                   size_t num_args) {
   const size_t base = stack.size() - num_args;
   for (uint8_t i : checks.outs) {
     const at::Tensor* out = tensor_at(stack, base, i);
     // (PyTorch's out= kernels refuse an out= tensor whose elements share memory.)
     if (on_device(out)) at::assert_no_internal_overlap(*out);
   }
+  if (!checks.outs.empty()) resize_outs(op, checks, stack, num_args);
   if (checks.specific != nullptr) checks.specific(stack, base);
 }
 

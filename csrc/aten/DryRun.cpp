@@ -13,7 +13,6 @@
 #include <c10/core/DeviceGuard.h>
 
 namespace torchtpu::aten {
-namespace {
 
 // A meta tensor with the geometry of a TPU tensor (others stay as they are).
 at::Tensor to_meta(const at::Tensor& t) {
@@ -56,8 +55,6 @@ void call_meta(const c10::OperatorHandle& op, torch::jit::Stack& meta) {
     }
   }
 }
-
-}  // namespace
 
 std::optional<std::vector<at::Tensor>> meta_results(
     const c10::OperatorHandle& op, const torch::jit::Stack& stack, std::string* why,

@@ -63,4 +63,10 @@ void charge_device_copy(const at::Tensor& dst, const at::Tensor& src);
 // the read is.
 void check_has_values(const at::Tensor& t, const char* what);
 
+// A meta tensor with the geometry of a TPU tensor (other tensors are returned as they are).
+at::Tensor to_meta(const at::Tensor& t);
+// Runs the op's meta kernel on `meta` (its arguments, TPU tensors already made meta), leaving its
+// returns there.
+void call_meta(const c10::OperatorHandle& op, torch::jit::Stack& meta);
+
 }  // namespace torchtpu::aten

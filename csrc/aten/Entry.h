@@ -111,7 +111,8 @@ struct CallChecks {
   bool any() const { return !outs.empty() || specific != nullptr; }
 };
 CallChecks call_checks_of(const c10::OperatorHandle& op);
-void check_at_call(const CallChecks& checks, const torch::jit::Stack& stack, size_t num_args);
+void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks,
+                   torch::jit::Stack& stack, size_t num_args);
 class KernelScope {
  public:
   KernelScope();
@@ -132,7 +133,7 @@ class EntryKernel final : public c10::OperatorKernel {
     if (!inside_kernel()) {
       if (capture_ != Capture::fallback) {  // (the fallback runs the CPU kernel at the call)
         const CallChecks& c = checks(op);
-        if (c.any()) check_at_call(c, *stack, op.schema().arguments().size());
+        if (c.any()) check_at_call(op, c, *stack, op.schema().arguments().size());
       }
       if (runtime::dry_run()) {
         // A dry run: metadata and a charge, no device work (aten/DryRun.h).

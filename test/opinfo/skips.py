@@ -32,14 +32,10 @@ _HARNESS_AS_STRIDED = ("harness limitation: the sample is a view into a larger s
 _HARNESS_TENSOR_SPLIT = ("harness limitation: the sweep moves every sample tensor to the device, "
                          "but tensor_split requires its indices tensor on the CPU (CUDA raises "
                          "the same error)")
-_SPARSE = ("sparse layouts are not supported on tpu: PyTorch raises NotImplementedError for "
-           "the Sparse/SparseCsr tpu backend (no silent wrong result)")
 XFAIL: dict[tuple[str, str, str], str] = {}
 for _dtype in ("float32", "bfloat16", "int64", "bool"):
     XFAIL[("as_strided", "partial_views", _dtype)] = _HARNESS_AS_STRIDED
     XFAIL[("tensor_split", "", _dtype)] = _HARNESS_TENSOR_SPLIT
-    XFAIL[("to_sparse", "", _dtype)] = _SPARSE
-XFAIL[("sparse.sampled_addmm", "", "float32")] = _SPARSE
 # (name, variant_test_name, dtype name) -> reason: the expected value is computed on the CPU in
 # float32 from the same inputs and rounded to the dtype, because the CPU's own kernel for the
 # dtype is wrong. tpu must match that rounding exactly or within the dtype's default tolerance.

@@ -17,13 +17,9 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 OPS = [op for op in op_db if op.error_inputs_func is not None]
 
-# (op, variant, pattern) -> why it is not raised at the call yet.
-XFAIL = {
-    ("gather", "", "unsupported operation", 2): (
-        "a non-empty out= tensor of another shape: the CPU resizes it (deprecated) and then finds "
-        "it overlapping the index; strict and fused eager queue the op with the out= tensor as "
-        "given and report the shape at synchronization (issue #18, item 2)"),
-}
+# (op, variant, pattern, index) -> why it is not raised at the call yet. (Empty: the last one, a
+# non-empty out= tensor of another shape, is resized at the call now, issue #18 item 2.)
+XFAIL = {}
 
 
 def _cpu_raises(op, sample) -> bool:

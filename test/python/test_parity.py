@@ -532,3 +532,46 @@ def test_attention_with_a_mask_broadcast_over_the_batch_trains_like_the_cpu(mode
     torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
     for a, b in zip(on_tpu, qkv):
         torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_a_non_empty_out_tensor_of_another_shape_is_resized_at_the_call_like_the_cpu(mode):
+    """Strict and fused eager queued the op with the out= tensor as given and reported its shape at
+    synchronization; the CPU resizes it with its deprecation warning. Now every mode does what the
+    CPU does, at the call; out= tensors that PyTorch's own functional kernels pass are not checked
+    (no second meta function on the hot path: counted in calls.out_shape_checks)."""
+    import warnings
+    torchtpu.set_eager_mode(mode)
+
+    def run(device):
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(3, 4, generator=g).to(device), torch.randn(3, 4, generator=g).to(device)
+        idx = torch.tensor([[0, 1], [2, 3], [1, 1]]).to(device)
+        outs = [torch.empty(5, device=device), torch.empty(7, device=device),
+                torch.empty(2, 9, device=device)]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.add(a, b, out=outs[0])
+            torch.sum(a, 1, out=outs[1])
+            torch.gather(a, 1, idx, out=outs[2])
+        resized = sum("resized" in str(w.message) for w in caught)
+        return [o.cpu() for o in outs], resized
+
+    torchtpu.metrics.reset()
+    got, got_warnings = run("tpu")
+    want, want_warnings = run("cpu")
+    assert [o.shape for o in got] == [o.shape for o in want]
+    for g_, w_ in zip(got, want):
+        assert torch.equal(g_, w_)
+    assert got_warnings == want_warnings == 3
+    assert torchtpu.metrics.counters()["calls.out_shape_checks"] == 3
+    # A training step's functional ops pass their out= variant outputs they sized: never checked.
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 2))
+    model.to("tpu")
+    opt = torch.optim.AdamW(model.parameters())
+    torchtpu.metrics.reset()
+    loss = model(torch.randn(4, 8, device="tpu")).square().mean()
+    loss.backward()
+    opt.step()
+    torch.tpu.synchronize()
+    assert torchtpu.metrics.counters().get("calls.out_shape_checks", 0) == 0
