@@ -27,6 +27,8 @@ fi
 
 # The build: CMake through setup.py, against the installed torch.
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+# Paths under the checkout hashed relative to it: a clone elsewhere (CI's) hits the cache too.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 start=$(date +%s)
 "$PYTHON" -m pip install -q --no-build-isolation -e . 
 echo "setup: torchtpu built and installed in $(( $(date +%s) - start )) s"

@@ -16,6 +16,9 @@ def pytest_configure(config):
         "markers", "one_tier(reason): runs in the strict tier only (scripts/test.sh runs the suite "
         "in strict, debug and fused eager); for tests whose subject does not depend on the eager "
         "mode, to keep CI within its time budget: the reason says why")
+    config.addinivalue_line(
+        "markers", "not_in_debug_tier(reason): runs in the strict and fused tiers, not the debug "
+        "one, where it would repeat the strict tier's run: the reason says why")
 
 
 EAGER_MODES = ("strict", "debug", "fused")
@@ -28,6 +31,9 @@ def pytest_collection_modifyitems(config, items):
         marker = item.get_closest_marker("one_tier")
         if marker is not None:
             item.add_marker(pytest.mark.skip(reason=f"strict tier only: {marker.args[0]}"))
+        marker = item.get_closest_marker("not_in_debug_tier")
+        if marker is not None and os.environ.get("TORCHTPU_EAGER_MODE") == "debug":
+            item.add_marker(pytest.mark.skip(reason=f"not in the debug tier: {marker.args[0]}"))
         # A test parametrized by the eager mode sets that mode itself (set_eager_mode, or the
         # environment of its child process): the strict tier runs every mode it names; the other
         # tiers would run the same cases again.

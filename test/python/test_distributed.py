@@ -14,6 +14,11 @@ import torch
 
 import torchtpu
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "rank processes: debug eager runs the kernels strict eager runs, without the queue, which "
+    "the collectives' results and the training runs do not depend on; CI time budget")
+
+
 CHILD = os.path.join(os.path.dirname(__file__), "distributed_child.py")
 
 

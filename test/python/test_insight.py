@@ -10,10 +10,15 @@ import torch
 import torchtpu
 from conftest import aborted_at_exit, run_python
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "estimates: debug eager charges the launches strict eager charges (the same kernels, run "
+    "at once); CI time budget")
+
 # A small training step (matmuls, element-wise work, a reduction, the optimizer), identical in
 # every process that runs it.
 STEP = """
 import json, torch, torchtpu
+
 torch.manual_seed(0)
 m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 10)).to("tpu")
 opt = torch.optim.AdamW(m.parameters())
