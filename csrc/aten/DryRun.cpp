@@ -183,8 +183,7 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   // Quantized and sparse tensors (docs/quantized.md) carry a quantizer or components that meta
   // results do not have: a dry run does not model them.
   auto layout_kind = [](const at::Tensor& t) {
-    return t.defined() && (t.is_quantized() || c10::isQIntType(t.scalar_type()) ||
-                           t.layout() != c10::kStrided);
+    return t.defined() && (c10::isQIntType(t.scalar_type()) || t.layout() != c10::kStrided);
   };
   bool quantized_or_sparse = name.rfind("aten::quantize_per", 0) == 0 ||
                              name.rfind("aten::_make_per", 0) == 0 ||

@@ -980,10 +980,12 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     return false;
   }
   if (capture == Capture::view) return false;
-  if (has_sparse_argument(*stack, op.schema().arguments().size())) {
+  if ((capture == Capture::none || capture == Capture::fallback) &&
+      has_sparse_argument(*stack, op.schema().arguments().size())) {
     // A sparse tensor has no storage of its own (its indices and values are tensors of their
-    // own); its ops are metadata or the CPU fallback (aten/Sparse.cpp): they run now, after
-    // everything recorded.
+    // own); its ops are metadata or the CPU fallback (aten/Sparse.cpp, registered as these two
+    // kinds: the ops fused eager records never see one): they run now, after everything
+    // recorded.
     if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::cpu_fallback);
     return false;
   }
