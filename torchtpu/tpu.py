@@ -386,6 +386,18 @@ def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
         set_rng_state(state, i)
 
 
+def _set_rng_state_offset(offset: int, device: Any = "tpu") -> None:
+    """Positions the device's generator ``offset`` 32-bit words after its seed (as CUDA's)."""
+    offset = int(offset)
+    idx = _index(device)
+    _lazy_call(lambda: _generator(idx).set_offset(offset))
+
+
+def _get_rng_state_offset(device: Any = "tpu") -> int:
+    """The number of 32-bit words the device's generator drew since its seed (as CUDA's)."""
+    return _generator(_index(device)).get_offset()
+
+
 def manual_seed(seed: int) -> None:
     seed = int(seed)
     idx = current_device()

@@ -5,6 +5,15 @@
 // PyTorch's CPU generator) that reports the TPU device. Kernels use it through host_copy() /
 // assign_from_host(): the state is lent to a CPU generator for the duration of a kernel and
 // written back, so a seed gives the same numbers on "tpu" as on the CPU.
+//
+// Offsets (get_offset / set_offset, which the CPU generator refuses): the offset is the number
+// of 32-bit words drawn from the engine since its seed. Counting draws would cost every random
+// kernel; instead the generator remembers one engine whose offset it knows (the seeded engine,
+// or the one of the last get_offset / set_offset) and get_offset replays the Mersenne Twister's
+// block updates from there until it meets the current state: its cost is that of the blocks
+// drawn since the last query (about 0.3 us per 624 words: 5 ms after 10 million), nothing for
+// kernels.
+// docs/cuda-parity.md ("Generator offsets") has the contract.
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 
@@ -20,8 +29,20 @@ class GeneratorImpl final : public at::CPUGeneratorImpl {
   // Takes the state back from a CPU generator made by host_copy().
   void assign_from_host(const at::Generator& host);
 
+  void set_current_seed(uint64_t seed) override;
+  void set_state(const c10::TensorImpl& new_state) override;
+  uint64_t get_offset() const override;
+  void set_offset(uint64_t offset) override;
+
  private:
   GeneratorImpl* clone_impl() const override;
+
+  // An engine of this generator's lineage and its offset. After set_state the offset of the new
+  // state is not known: the seeded engine of its seed is the anchor, and a state that a bounded
+  // replay does not reach (not drawn from that seed) has no offset.
+  mutable at::mt19937 anchor_;
+  mutable uint64_t anchor_offset_ = 0;
+  mutable bool anchor_bounded_ = false;
 };
 
 const at::Generator& default_generator(c10::DeviceIndex device);

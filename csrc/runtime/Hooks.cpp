@@ -17,7 +17,8 @@ namespace torchtpu::runtime {
 // ---------------------------------------------------------------------------------------------
 // Generator
 
-GeneratorImpl::GeneratorImpl(c10::DeviceIndex device, uint64_t seed) : CPUGeneratorImpl(seed) {
+GeneratorImpl::GeneratorImpl(c10::DeviceIndex device, uint64_t seed)
+    : CPUGeneratorImpl(seed), anchor_(seed) {
   device_ = tpu_device(device);
   key_set_ = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1);
 }
@@ -25,7 +26,87 @@ GeneratorImpl::GeneratorImpl(c10::DeviceIndex device, uint64_t seed) : CPUGenera
 GeneratorImpl* GeneratorImpl::clone_impl() const {
   auto* copy = new GeneratorImpl(device_.index());
   copy->assign_from_host(host_copy());
+  copy->anchor_ = anchor_;
+  copy->anchor_offset_ = anchor_offset_;
+  copy->anchor_bounded_ = anchor_bounded_;
   return copy;
+}
+
+namespace {
+
+constexpr uint64_t kBlock = at::MERSENNE_STATE_N;  // words per block update of the engine
+// How far get_offset replays from the seed to find a state given by set_state: 2^20 blocks,
+// about 650 million words and one second.
+constexpr uint64_t kSetStateReplayBlocks = uint64_t(1) << 20;
+
+// Block updates done by an engine that drew `offset` words since its seed: the first draw
+// updates the block, then every 624 words.
+uint64_t blocks_at(uint64_t offset) { return offset == 0 ? 0 : (offset - 1) / kBlock + 1; }
+
+// One block update, as the engine's next draw after its block is used up does it.
+void update_block(at::mt19937& engine) {
+  auto data = engine.data();
+  data.left_ = 1;
+  engine.set_data(data);
+  engine();
+}
+
+}  // namespace
+
+void GeneratorImpl::set_current_seed(uint64_t seed) {
+  CPUGeneratorImpl::set_current_seed(seed);
+  anchor_ = at::mt19937(seed);
+  anchor_offset_ = 0;
+  anchor_bounded_ = false;
+}
+
+void GeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  CPUGeneratorImpl::set_state(new_state);
+  anchor_ = at::mt19937(current_seed());
+  anchor_offset_ = 0;
+  anchor_bounded_ = true;
+}
+
+uint64_t GeneratorImpl::get_offset() const {
+  const auto current = const_cast<GeneratorImpl*>(this)->engine().data();
+  at::mt19937 walker = anchor_;
+  uint64_t blocks = blocks_at(anchor_offset_);
+  for (uint64_t replayed = 0;; ++replayed) {
+    const auto data = walker.data();
+    if (data.state_ == current.state_ && (blocks > 0 || current.next_ == 0)) break;
+    TORCH_CHECK(!anchor_bounded_ || replayed < kSetStateReplayBlocks,
+                "tpu generator: the state given to set_state is not within ",
+                kSetStateReplayBlocks * kBlock, " words of its seed ", current_seed(),
+                ", so its offset is not known. set_offset() or manual_seed() give it one.");
+    update_block(walker);
+    ++blocks;
+  }
+  const uint64_t offset = blocks == 0 ? 0 : (blocks - 1) * kBlock + current.next_;
+  anchor_ = const_cast<GeneratorImpl*>(this)->engine();
+  anchor_offset_ = offset;
+  anchor_bounded_ = false;
+  return offset;
+}
+
+void GeneratorImpl::set_offset(uint64_t offset) {
+  // From the anchor when it is not past the offset and its lineage is known, else from the seed.
+  at::mt19937 walker = anchor_;
+  uint64_t blocks = blocks_at(anchor_offset_);
+  if (anchor_bounded_ || anchor_offset_ > offset) {
+    walker = at::mt19937(current_seed());
+    blocks = 0;
+  }
+  for (const uint64_t target = blocks_at(offset); blocks < target; ++blocks) update_block(walker);
+  auto data = walker.data();
+  data.next_ = offset == 0 ? 0 : static_cast<uint32_t>((offset - 1) % kBlock + 1);
+  data.left_ = offset == 0 ? 1 : static_cast<int>(kBlock + 1 - data.next_);
+  walker.set_data(data);
+  set_engine(walker);
+  set_next_float_normal_sample(std::nullopt);
+  set_next_double_normal_sample(std::nullopt);
+  anchor_ = walker;
+  anchor_offset_ = offset;
+  anchor_bounded_ = false;
 }
 
 at::Generator GeneratorImpl::host_copy() const {

@@ -575,3 +575,24 @@ def test_a_non_empty_out_tensor_of_another_shape_is_resized_at_the_call_like_the
     opt.step()
     torch.tpu.synchronize()
     assert torchtpu.metrics.counters().get("calls.out_shape_checks", 0) == 0
+
+
+def test_the_conj_and_neg_bits_of_tpu_tensors_survive_save_load_and_fake_tensors():
+    # The tensor metadata PyTorch keeps for every device (docs/cuda-parity.md, "Backend tensor
+    # metadata"): torchtpu tensors carry no state of their own beyond it.
+    import io
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    z = torch.randn(4, dtype=torch.cfloat, device="tpu")
+    for view, bit in ((z.conj(), "conj"), (z.conj().imag, "neg")):
+        assert torch._C._get_tensor_metadata(view) == {bit: True}
+        buf = io.BytesIO()
+        torch.save(view, buf)
+        buf.seek(0)
+        loaded = torch.load(buf)
+        assert loaded.device == view.device
+        assert torch._C._get_tensor_metadata(loaded) == {bit: True}
+        assert torch.equal(loaded.cpu(), view.cpu())
+        with FakeTensorMode() as fake_mode:
+            fake = fake_mode.from_tensor(view)
+            assert fake.device == view.device
+            assert torch._C._get_tensor_metadata(fake) == {bit: True}

@@ -97,3 +97,54 @@ def test_randperm_through_the_fallback_uses_the_device_generator():
     b = torch.randperm(20, device="tpu").cpu()
     assert torch.equal(a, b)
     assert sorted(a.tolist()) == list(range(20))
+
+
+# Generator offsets (docs/cuda-parity.md, "Generator offsets"): the CPU generator refuses them
+# ("CPU Generator does not use offset"), and so did the tpu one before.
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_offset_counts_the_words_drawn_since_the_seed_and_set_offset_replays_from_there(mode):
+    import torchtpu
+    torchtpu.set_eager_mode(mode)
+    g = torch.tpu.default_generators[0]
+    torch.tpu.manual_seed(3)
+    assert g.get_offset() == 0
+    first = torch.rand(10, device="tpu")  # float32 uniform: one 32-bit word an element
+    assert g.get_offset() == 10
+    # Across many block updates of the engine (624 words each), dropout in between.
+    torch.nn.functional.dropout(torch.ones(5000, device="tpu"), 0.5)
+    middle = g.get_offset()
+    assert middle > 10
+    drawn = torch.randn(3000, device="tpu").cpu()
+    end = g.get_offset()
+    assert end > middle
+    g.set_offset(middle)
+    assert torch.equal(torch.randn(3000, device="tpu").cpu(), drawn)
+    assert g.get_offset() == end
+    g.set_offset(0)
+    assert torch.equal(torch.rand(10, device="tpu").cpu(), first.cpu())
+    # The module functions of CUDA's names, on the current device.
+    torch.tpu._set_rng_state_offset(middle)
+    assert torch.tpu._get_rng_state_offset() == middle
+    assert torch.equal(torch.randn(3000, device="tpu").cpu(), drawn)
+
+
+def test_offset_of_a_restored_state_and_of_a_state_not_drawn_from_its_seed():
+    g = torch.Generator(device="tpu")
+    g.manual_seed(11)
+    torch.rand(2000, device="tpu", generator=g)
+    state, offset = g.get_state(), g.get_offset()
+    torch.rand(100_000, device="tpu", generator=g)
+    g.set_state(state)
+    assert g.get_offset() == offset  # replayed from the seed
+    assert g.clone_state().get_offset() == offset
+    # A state whose words are not those of its seed's sequence (one bit flipped in the engine's
+    # words, which follow the seed and position fields of the CPU's state format): get_offset
+    # cannot know its offset and says so.
+    forged = state.clone()
+    forged[96] ^= 1  # the low byte of word 9 (the words are stored as 64-bit integers)
+    g.set_state(forged)
+    with pytest.raises(RuntimeError, match="not within .* words of its seed 11.*set_offset"):
+        g.get_offset()
+    g.set_offset(offset)
+    assert g.get_offset() == offset
+    assert torch.equal(g.get_state(), state)
