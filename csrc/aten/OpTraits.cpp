@@ -109,6 +109,11 @@ constexpr Row kTable[] = {
     {"scatter_reduce", vpu}, {"index_add", vpu}, {"index_copy", vpu}, {"index_fill", vpu},
     {"masked_select", vpu | at_once}, {"masked_scatter", vpu}, {"nonzero", vpu | at_once},
     {"take", vpu}, {"put", vpu}, {"isin", vpu},
+    // (run at once: PyTorch's meta function sizes offset2bag and max_indices by mode and
+    // per-sample weights where the CPU kernel sizes them otherwise)
+    {"_embedding_bag", vpu | at_once, 2}, {"_embedding_bag_forward_only", vpu | at_once, 2},
+    {"_embedding_bag_backward", vpu | at_once, 2}, {"_embedding_bag_dense_backward", vpu | at_once, 2},
+    {"_embedding_bag_per_sample_weights_backward", vpu | at_once, 2},
     // data movement
     {"cat", vpu}, {"flip", vpu}, {"roll", vpu}, {"tril", vpu}, {"triu", vpu},
     {"constant_pad_nd", vpu}, {"reflection_pad1d", vpu}, {"reflection_pad2d", vpu},

@@ -143,6 +143,34 @@ def test_vpu_ops_match_cpu_without_fallback(case):
     assert torchtpu.metrics.fallbacks() == {}
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_and_its_gradient_match_cpu_without_fallback(mode):
+    # (Kimi-K2.5's vision tower: its two ops went through the CPU fallback.)
+    torch.manual_seed(0)
+    weight = torch.randn(10, 4)
+    index = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0])
+    offsets = torch.tensor([0, 3, 3, 7])
+    weights = torch.rand(9) if mode == "sum" else None
+
+    def run(device):
+        w = weight.clone().to(device).requires_grad_()
+        args = (index.to(device), w)
+        kwargs = dict(offsets=offsets.to(device), mode=mode, padding_idx=2,
+                      per_sample_weights=None if weights is None else weights.to(device))
+        out = F.embedding_bag(*args, **kwargs)
+        out.pow(2).sum().backward()
+        with torch.no_grad():  # (the forward-only op)
+            again = F.embedding_bag(*args, **kwargs)
+        return out.detach().cpu(), again.cpu(), w.grad.cpu()
+
+    expected = run("cpu")
+    torchtpu.metrics.reset()
+    got = run("tpu")
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=0, atol=0)
+    assert torchtpu.metrics.fallbacks() == {}
+
+
 def test_in_place_on_views_and_out_resize():
     base = torch.zeros(4, 5, device="tpu")
     base[:, 1].add_(2)                 # in place through a strided view
