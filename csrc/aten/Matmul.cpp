@@ -15,7 +15,10 @@
 #include "sim/Mxu.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <c10/util/strides.h>
+
+#include <cmath>
 #include <numeric>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -589,6 +592,18 @@ at::Tensor rows_dense(const at::Tensor& x) {
   return x.stride(-1) == 1 ? x : x.contiguous();
 }
 
+// PyTorch's CPU flash-attention kernels take one head size for Q, K and V; multi-head latent
+// attention (DeepSeek's MLA: query and key heads longer than value heads) has two. The host
+// operands are padded with zeros to the longer one: zero columns of Q and K add nothing to the
+// scores, zero columns of V (and of O and dO in the backward) give output and gradient columns
+// that are cut off again. The scale stays the query's (1 / sqrt of its head size).
+at::Tensor head_padded(const at::Tensor& x, int64_t to) {
+  return x.size(-1) == to ? x : at::constant_pad_nd(x, {0, to - x.size(-1)});
+}
+double attention_scale(const at::Tensor& q, std::optional<double> scale) {
+  return scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+}
+
 // The strides of a tensor of `sizes` laid out as `like` is (PyTorch's meta kernel for the fused
 // attention ops does the same: alloc_with_matching_layout).
 c10::DimVector strides_like(const at::Tensor& like, c10::IntArrayRef sizes) {
@@ -636,15 +651,16 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   std::optional<at::Tensor> h_mask;
   if (mask.defined()) h_mask = host_alias(mask);
   const int64_t group = q.size(1) / k.size(1);  // grouped-query attention: query heads per KV head
+  const int64_t head = std::max(q.size(-1), v.size(-1));
   auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
-      rows_dense(mxu_operand(host_alias(q), precision)),
-      rows_dense(mxu_operand(heads_repeated(host_alias(k), group), precision)),
-      rows_dense(mxu_operand(heads_repeated(host_alias(v), group), precision)), 0.0, is_causal,
-      h_mask, scale);
+      rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
+      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
+      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
+      0.0, is_causal, h_mask, attention_scale(q, scale));
   std::vector<int64_t> out_sizes = q.sizes().vec();
   out_sizes.back() = v.size(-1);
   at::Tensor out = device_like(q, out_sizes);
-  host_alias(out).copy_(h_out);
+  host_alias(out).copy_(h_out.narrow(-1, 0, v.size(-1)));
   at::Tensor lse = on_device(h_lse.contiguous(), q.device());
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
               attention_estimate(q, k, v, mask, false));
@@ -672,14 +688,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   std::optional<at::Tensor> h_mask;
   if (attn_bias.defined()) h_mask = host_alias(attn_bias);
   const int64_t group = q.size(1) / k.size(1);
+  const int64_t head = std::max(q.size(-1), v.size(-1));  // (see head_padded)
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-      rows_dense(mxu_operand(host_alias(grad_out), precision)),
-      rows_dense(mxu_operand(host_alias(q), precision)),
-      rows_dense(mxu_operand(heads_repeated(host_alias(k), group), precision)),
-      rows_dense(mxu_operand(heads_repeated(host_alias(v), group), precision)),
-      rows_dense(host_alias(out)), host_alias(logsumexp), 0.0, is_causal, h_mask, scale);
-  gk = heads_summed(gk, group);
-  gv = heads_summed(gv, group);
+      rows_dense(head_padded(mxu_operand(host_alias(grad_out), precision), head)),
+      rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
+      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
+      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
+      rows_dense(head_padded(host_alias(out), head)), host_alias(logsumexp), 0.0, is_causal,
+      h_mask, attention_scale(q, scale));
+  gq = gq.narrow(-1, 0, q.size(-1));
+  gk = heads_summed(gk.narrow(-1, 0, k.size(-1)), group);
+  gv = heads_summed(gv.narrow(-1, 0, v.size(-1)), group);
   auto to_device = [](const at::Tensor& host, const at::Tensor& like) {
     at::Tensor d = at::empty_like(like);
     host_alias(d).copy_(host);

@@ -1,5 +1,6 @@
 """A randomized differential fuzzer for the eager modes: random programs of element-wise ops,
-reductions, matmuls, views, in-place updates on bases and views, broadcasting, non-contiguous
+reductions, matmuls, scaled-dot-product attention (value heads as long as or half the query's),
+views, in-place updates on bases and views, broadcasting, non-contiguous
 inputs, mixed dtypes, random ops (dropout, bernoulli_, randperm, randn on the device) interleaved
 with draws from the CPU generator, torch.save/torch.load and copy.deepcopy of tensors not computed
 yet, and errors raised inside the graph (an index out of range) run on the CPU and on "tpu" in
@@ -51,7 +52,10 @@ WEIGHTS = [4, 5, 3, 2, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
 SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
-def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True):
+def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True):
+    """`attention`: some matmul steps become scaled-dot-product attention, chosen by a generator
+    of their own so that the rest of the program is the same for a seed with or without them
+    (the regression seeds replay programs found before attention steps existed, without them)."""
     rng = random.Random(seed)
     inputs = []
     for _ in range(rng.randint(2, 4)):
@@ -70,6 +74,11 @@ def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True):
         steps.append(step)
         if kind not in ("inplace", "inplace_view", "read", "error"):
             n += 1
+    if attention:
+        side = random.Random(seed * 7919 + 1)
+        for st in steps:
+            if st["kind"] == "matmul" and side.random() < 0.5:
+                st["kind"] = "attention"
     return inputs, steps
 
 
@@ -167,6 +176,19 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                 pool.append(torch.nn.functional.linear(x, x[0], x[0, :, 0]))
             else:
                 pool.append(x.flatten().dot(x.flatten()).reshape(1))
+        elif kind == "attention":
+            # the tokens of x attending to themselves: value heads half as long as the query's
+            # when r < 0.5 (multi-head latent attention's shapes), causal when r < 0.3
+            if x.dim() == 0 or x.shape[-1] < 2:
+                pool.append(x + 1)
+            else:
+                q = x.reshape(1, 1, -1, x.shape[-1])
+                v = q[..., : q.shape[-1] // 2] if st["r"] < 0.5 else q.sin()
+                # (.contiguous(): the output's layout is the chosen kernel's, not one of PyTorch's
+                # semantics: the CPU's math path pads and narrows it, CUDA's and tpu's fused
+                # kernels lay it out like the query)
+                pool.append(torch.nn.functional.scaled_dot_product_attention(
+                    q, q.flip(2) * 0.5, v, is_causal=st["r"] < 0.3).contiguous())
         elif kind == "view":
             if x.dim() >= 2 and st["r"] < 0.5:
                 pool.append(x.transpose(0, 1))
@@ -227,10 +249,11 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
     return pool, reads, events
 
 
-def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False) -> str | None:
+def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
+          attention: bool = True) -> str | None:
     """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
     mismatch, or None."""
-    program = gen_program(seed, length)
+    program = gen_program(seed, length, attention=attention)
     if show:
         for s in program[1]:
             print(s)

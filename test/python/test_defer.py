@@ -331,7 +331,8 @@ REGRESSION_SEEDS = [624, 1704]
 
 @pytest.mark.parametrize("seed", list(range(40)) + REGRESSION_SEEDS)
 def test_fuzzer_programs_match_cpu_in_every_mode(seed):
-    assert defer_fuzz.check(seed, length=16) is None
+    # (the regression seeds' programs are those they were found with: no attention steps)
+    assert defer_fuzz.check(seed, length=16, attention=seed not in REGRESSION_SEEDS) is None
 
 
 def test_matmul_precision_is_the_one_in_force_when_recorded():

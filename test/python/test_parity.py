@@ -299,11 +299,16 @@ def test_attention_runs_one_fused_kernel_equal_to_the_math_path(mode):
     torchtpu.set_eager_mode(mode)
     gen = torch.Generator().manual_seed(0)
     for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
-        for causal, masked, gqa in ((False, False, False), (True, False, False),
-                                    (False, True, False), (True, False, True)):
+        # (value heads of another size than query and key heads: DeepSeek's multi-head latent
+        # attention, whose models failed with "Q/K/V should have the same head size")
+        for causal, masked, gqa, value_head in ((False, False, False, 16), (True, False, False, 16),
+                                                (False, True, False, 16), (True, False, True, 16),
+                                                (True, False, False, 8), (False, True, False, 24)):
             q, k, v, mask = _attention_case(dtype, causal, masked, gen)
             if gqa:  # grouped-query attention: one key/value head for the three query heads
                 k, v = k[:, :1].contiguous(), v[:, :1].contiguous()
+            if value_head != v.shape[-1]:
+                v = torch.randn(*v.shape[:-1], value_head, dtype=dtype, generator=gen)
             extra = {"enable_gqa": True} if gqa else {}
             leaves = [t.clone().requires_grad_() for t in (q, k, v)]
             with sdpa_kernel(SDPBackend.MATH):
