@@ -29,6 +29,22 @@ def test_model_matches_cpu(model_type, causal):
     assert not row.get("fallbacks"), row  # the whole run is native
 
 
+@pytest.mark.skipif(os.environ.get("TORCHTPU_EAGER_MODE", "strict") != "strict",
+                    reason="the harness's recipes, checked once, with the strict pytest run")
+@pytest.mark.parametrize("model_type", ["qwen2_5_vl_vision", "luke"])
+def test_harness_recipes_build_and_match_cpu(model_type):
+    """A vision tower fed its patches and their grid (Qwen-VL style), and a model built only
+    by the second, harder shrink (LUKE: an entity vocabulary of 500,000)."""
+    proc = subprocess.run([sys.executable, str(ZOO), "--one", model_type], capture_output=True,
+                          text=True, timeout=300)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert lines, proc.stderr[-2000:]
+    row = json.loads(lines[-1])
+    assert row["status"] == "pass", row
+    assert not row.get("fallbacks"), row
+    assert ("grid_thw" in row["inputs"]) if model_type == "qwen2_5_vl_vision" else row["shrink"] == "harder"
+
+
 # (model type, causal LM, its graphs run as programs): the MoE layer of afmoe reads its routing on
 # the host inside the graph (tokens per expert), so its graphs run op by op, counted.
 COMPILED = [("llama", True, True), ("bert", False, True), ("afmoe", True, False),

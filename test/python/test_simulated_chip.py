@@ -127,6 +127,10 @@ VPU_CASES = {
     "transpose_contiguous": lambda x, y: x.t().contiguous() * y.t(),
     "losses": lambda x, y: torch.stack([F.mse_loss(x, y[: x.shape[0]]), F.cross_entropy(x, torch.arange(x.shape[0], device=x.device) % 6), F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y[: x.shape[0]]))]),
     "empty": lambda x, y: (x[:0] * 2).sum(0),
+    # (antialiased resizing, as image processors and Cosmos' vision tower do it: it went through
+    # the CPU fallback)
+    "interpolate_antialias": lambda x, y: F.interpolate(x.view(1, 2, 4, 6), size=(3, 4), mode="bilinear",
+                                                        antialias=True),
 }
 
 
