@@ -112,7 +112,8 @@ constexpr Row kTable[] = {
     // (run at once: PyTorch's meta function sizes offset2bag and max_indices by mode and
     // per-sample weights where the CPU kernel sizes them otherwise)
     {"_embedding_bag", vpu | at_once, 2}, {"_embedding_bag_forward_only", vpu | at_once, 2},
-    {"_embedding_bag_backward", vpu | at_once, 2}, {"_embedding_bag_dense_backward", vpu | at_once, 2},
+    {"_embedding_bag_backward", vpu | at_once, 2},
+    {"_embedding_bag_dense_backward", vpu | at_once, 2},
     {"_embedding_bag_per_sample_weights_backward", vpu | at_once, 2},
     // data movement
     {"cat", vpu}, {"flip", vpu}, {"roll", vpu}, {"tril", vpu}, {"triu", vpu},
@@ -125,8 +126,8 @@ constexpr Row kTable[] = {
     {"avg_pool2d", vpu}, {"avg_pool2d_backward", vpu}, {"_adaptive_avg_pool2d", vpu},
     {"_adaptive_avg_pool2d_backward", vpu}, {"upsample_nearest2d", vpu},
     {"upsample_nearest2d_backward", vpu}, {"upsample_bilinear2d", vpu},
-    {"upsample_bilinear2d_backward", vpu},
-    {"_upsample_bilinear2d_aa", vpu}, {"_upsample_bilinear2d_aa_backward", vpu}, {"upsample_nearest1d", vpu},
+    {"upsample_bilinear2d_backward", vpu}, {"_upsample_bilinear2d_aa", vpu},
+    {"_upsample_bilinear2d_aa_backward", vpu}, {"upsample_nearest1d", vpu},
     {"upsample_nearest1d_backward", vpu}, {"upsample_linear1d", vpu},
     {"upsample_linear1d_backward", vpu}, {"upsample_bicubic2d", vpu},
     {"upsample_bicubic2d_backward", vpu}, {"upsample_nearest3d", vpu},

@@ -4,8 +4,8 @@ For each model type of transformers' auto mappings (causal LMs first, then the r
 models), in its own subprocess with a timeout:
   1. the default config, shrunk (small hidden sizes, two layers, small vocabulary, nested
      text/vision/audio and per-layer configs shrunk too), checked against a parameter cap on the
-     meta device (a model still over it is shrunk harder: vocabularies, stage widths, scaling
-     coefficients); inputs made for its main input (token ids, images, videos, audio waveforms or
+     meta device (a model still over it, or that the CPU cannot build or run, is shrunk harder:
+     vocabularies, stage widths, scaling coefficients); inputs made for its main input (token ids, images, videos, audio waveforms or
      features, the patches and grid of a Qwen-VL style vision tower: the first candidate shape the
      CPU model accepts);
   2. on the CPU once: forward, backward of the mean square of the output, generate() for causal
@@ -74,8 +74,9 @@ def _smaller_width(v: int) -> int:
 
 
 def shrink(cfg, harder: bool = False) -> None:
-    """Makes the configuration small. `harder`: a second pass for a model still over PARAM_CAP
-    after the first (models that fit keep the first pass's configuration)."""
+    """Makes the configuration small. `harder`: a second pass for a model the first leaves over
+    PARAM_CAP or the CPU cannot build or run (run_one; models that pass keep the first pass's
+    configuration)."""
     from transformers import PretrainedConfig
 
     def set_if_writable(key, value):
@@ -155,10 +156,8 @@ def shrink(cfg, harder: bool = False) -> None:
             set_if_writable(key, 128)  # (an entity vocabulary, hashed byte groups)
         elif harder and isinstance(value, float) and name in ("width_coefficient", "depth_coefficient"):
             set_if_writable(key, min(value, 1.0))  # (EfficientNet's scaling of B0's stages)
-        elif harder and isinstance(value, int) and 64 < value and "hidden_size" in name:
-            set_if_writable(key, 32)  # (the first rule's "id" matches inside "hidden")
         elif harder and isinstance(value, int) and value > 4 and name.endswith("num_attention_heads"):
-            set_if_writable(key, 4)  # (heads of a part whose width the line above made 32)
+            set_if_writable(key, 4)  # (heads of a part whose width the rule below makes 32)
         elif isinstance(value, int) and value > 64 and not any(
                 (w in name.split("_")) if (harder and w == "id") else (w in name) for w in NOT_A_WIDTH):
             # (the first pass finds "id" inside "hidden" too: the harder one takes it as a word)
