@@ -7,17 +7,18 @@
 #   ZOO=diffusers: every model class diffusers exports, strict, fused and compiled (about 28
 #     minutes), docs/diffusers.md (scripts/diffusers_sweep.sh).
 # MODES picks the modes ("compiled" is torch.compile(backend="tpu"): forward, backward and a
-# capturable AdamW step compiled); REPORT the page written (transformers only).
+# capturable AdamW step compiled); REPORT the page written (transformers only); PREFIX the name
+# of the shards' records and logs under build/ (default: the zoo's name, "zoo" for transformers).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 SHARDS=${SHARDS:-$(nproc)}
 ZOO=${ZOO:-transformers}
 if [ "$ZOO" = diffusers ]; then
-  script=test/models/diffusers_zoo.py; prefix=diffusers; modes=${MODES:-strict,fused,compiled}
+  script=test/models/diffusers_zoo.py; prefix=${PREFIX:-diffusers}; modes=${MODES:-strict,fused,compiled}
   report=()
 else
-  script=test/models/zoo.py; prefix=zoo; modes=${MODES:-strict,fused}
+  script=test/models/zoo.py; prefix=${PREFIX:-zoo}; modes=${MODES:-strict,fused}
   report=(--report-to "${REPORT:-docs/models.md}")
 fi
 mkdir -p build

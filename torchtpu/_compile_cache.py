@@ -30,6 +30,7 @@ from . import _C
 
 _build = None  # this build's subdirectory name
 _aot = None  # aot_autograd with cacheable compilers
+_options = None  # the CompileOptions of the compile() running (not saved: entries serve any)
 
 
 def directory():
@@ -62,7 +63,7 @@ class TpuOutputCode(OutputCode):
         self._gm = gm
         self._kind = kind
         self._serialized = None
-        self._graph = _new_graph(gm, kind)
+        self._graph = _new_graph(gm, kind, options=_options)
         self._random_op = self._graph.random_op  # (the saved graph keeps no values in its nodes)
         self._boxed_call = True  # (AOTAutograd calls it with a list of inputs)
 
@@ -90,7 +91,7 @@ class TpuOutputCode(OutputCode):
         gm = GraphPickler.loads(self._serialized, detect_fake_mode(example_inputs) or FakeTensorMode())
         gm.recompile()
         self._gm = gm
-        self._graph = _new_graph(gm, self._kind, self._random_op)
+        self._graph = _new_graph(gm, self._kind, self._random_op, _options)
 
     def set_triton_bundle(self, triton_bundle) -> None:
         pass
@@ -100,10 +101,10 @@ def _kept_metadata(key: str) -> bool:
     return key == "stack_trace"
 
 
-def _new_graph(gm, kind, random_op=...):
+def _new_graph(gm, kind, random_op=..., options=None):
     from ._dynamo_backend import _new_graph as new_graph
 
-    return new_graph(gm, kind, random_op)
+    return new_graph(gm, kind, random_op, options)
 
 
 def _cacheable_aot():
@@ -159,14 +160,16 @@ _COUNTERS = (("autograd_cache_hit", "hits"), ("autograd_cache_miss", "misses"),
 _bypass_reason = None  # why the last key could not be made
 
 
-def compile(gm, example_inputs):
+def compile(gm, example_inputs, options):
     """AOTAutograd on a Dynamo graph with its cache on, in this build's directory, for this call
     only (the backward compiled now, not at the first backward, so that the entry is complete
-    when it is saved); hits, misses, bypasses and saves counted."""
-    global _aot, _bypass_reason
+    when it is saved); hits, misses, bypasses and saves counted. ``options`` (CompileOptions)
+    apply to the programs made of the graphs, saved or loaded: they are not part of an entry."""
+    global _aot, _bypass_reason, _options
     if _aot is None:
         _aot = _cacheable_aot()
     _bypass_reason = None
+    _options = options
     before = dict(counters["aot_autograd"])
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory()  # (where the AOTAutograd cache works)
@@ -178,6 +181,7 @@ def compile(gm, example_inputs):
                 inductor_config.patch(fx_graph_cache=True):
             return _aot(gm, example_inputs)
     finally:
+        _options = None
         autograd_cache.autograd_cache_key = pytorch_key
         if old is None:
             os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)

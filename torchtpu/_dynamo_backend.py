@@ -17,14 +17,66 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import torch
 
 from . import _C
 
-_aot = None
-_warned_options = False
+_aots = {}  # aot_autograd with this backend's compilers, per set of options
+
+
+class CompileOptions:
+    """What ``torch.compile(..., backend="tpu", mode=..., options={...})`` asks of the graphs
+    it compiles (docs/compiled-mode.md, "Modes and options").
+
+    options:
+      ``"matmul_precision"``: ``"highest"``, ``"high"`` or ``"medium"``: the MXU passes of the
+        graphs' float32 matmuls and convolutions, whatever ``torch.set_float32_matmul_precision``
+        says (XLA keeps a precision per program the same way); None (default): the level in force
+        at each call.
+      ``"replay"``: False runs each ATen graph op by op in the current eager mode instead of as a
+        program (to tell a program's result from eager's when looking for a bug); default True.
+      ``"max_programs"``: programs kept per graph, one per input shape (default 16); a graph
+        called with more shapes runs op by op, counted.
+    mode: ``"default"``, ``"reduce-overhead"``, ``"max-autotune"`` and
+      ``"max-autotune-no-cudagraphs"`` give the same programs: a program already replays as one
+      launch with no per-op host work (what CUDA graphs give "reduce-overhead"), and its plan has
+      no kernel variants to tune.
+    """
+
+    MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+    KNOWN = {"matmul_precision": (None, "highest", "high", "medium"), "replay": (True, False),
+             "max_programs": int}
+
+    def __init__(self, mode=None, options=None):
+        if mode is not None and mode not in self.MODES:
+            raise RuntimeError(
+                f"torch.compile(backend='tpu'): unrecognized mode={mode!r}; the modes are "
+                f"{', '.join(self.MODES)} (all give the same programs: docs/compiled-mode.md)")
+        self.mode = mode or "default"
+        options = dict(options or {})
+        for key, value in options.items():
+            allowed = self.KNOWN.get(key)
+            if allowed is None:
+                raise RuntimeError(
+                    f"torch.compile(backend='tpu'): unexpected option {key!r}; the options are "
+                    f"{', '.join(self.KNOWN)} (Inductor's options do not apply: "
+                    "docs/compiled-mode.md)")
+            ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0
+                  if allowed is int else value in allowed)
+            if not ok:
+                wanted = "an int >= 0" if allowed is int else " or ".join(map(repr, allowed))
+                raise RuntimeError(
+                    f"torch.compile(backend='tpu'): option {key!r} must be {wanted}, not {value!r}")
+        self.matmul_precision = options.get("matmul_precision")
+        self.replay = options.get("replay", True)
+        self.max_programs = options.get("max_programs", 16)
+
+    def key(self) -> tuple:
+        return (self.matmul_precision, self.replay, self.max_programs)
+
+
+_DEFAULT_OPTIONS = None
 
 
 def _count(name: str, n: int = 1) -> None:
@@ -44,12 +96,11 @@ class _GraphProgram:
 
     # A graph whose capture failed this often runs op by op from then on.
     _MAX_FAILURES = 2
-    # Programs kept per graph (one per input shape); beyond it new shapes run op by op.
-    _MAX_PROGRAMS = 16
 
-    def __init__(self, gm, name: str, random_op=...):
+    def __init__(self, gm, name: str, random_op=..., options=None):
         self.gm = gm
         self.name = name
+        self.options = options or _default_options()
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         self.failures = 0
         self.lines_known = False
@@ -63,6 +114,17 @@ class _GraphProgram:
         return self.gm(*args)
 
     def __call__(self, args):
+        precision = self.options.matmul_precision
+        if precision is None:
+            return self._call(args)
+        previous = _C.get_precision_override()  # (this thread's: the backward runs on autograd's)
+        _C.set_precision_override(precision)
+        try:
+            return self._call(args)
+        finally:
+            _C.set_precision_override(previous)
+
+    def _call(self, args):
         args = list(args)
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
         others = tuple(a for a in args if not isinstance(a, torch.Tensor))
@@ -79,10 +141,14 @@ class _GraphProgram:
             if force is not None:
                 force(self.gm)
             _C.add_fx_lines(_user_lines(self.gm))
+        if len(self.programs) >= self.options.max_programs and self.options.replay:
+            _count("compile.graph_runs_op_by_op")
+            _count("compile.graph_runs_op_by_op.max_programs")
+            return self._op_by_op(args)
         if (
             _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
+            or not self.options.replay
             or self.failures >= self._MAX_FAILURES
-            or len(self.programs) >= self._MAX_PROGRAMS
             or not _C.program_begin(tensors)
         ):
             _count("compile.graph_runs_op_by_op")
@@ -152,24 +218,31 @@ _programs = []  # every _GraphProgram compiled (weakly: they die with their grap
 _graphs_compiled = 0  # (names them)
 
 
-def _new_graph(gm, kind: str, random_op=...) -> _GraphProgram:
+def _default_options() -> CompileOptions:
+    global _DEFAULT_OPTIONS
+    if _DEFAULT_OPTIONS is None:
+        _DEFAULT_OPTIONS = CompileOptions()
+    return _DEFAULT_OPTIONS
+
+
+def _new_graph(gm, kind: str, random_op=..., options=None) -> _GraphProgram:
     """A program for one ATen graph, counted and kept (weakly) for programs()."""
     import weakref
 
     global _graphs_compiled
     _count(f"compile.graphs_{kind}")
     _count("compile.graph_ops", sum(1 for node in gm.graph.nodes if node.op == "call_function"))
-    graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op)
+    graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op, options)
     _graphs_compiled += 1
     _programs[:] = [ref for ref in _programs if ref() is not None]  # (drop the dead)
     _programs.append(weakref.ref(graph))
     return graph
 
 
-def _graph_compiler(kind: str):
+def _graph_compiler(kind: str, options: CompileOptions):
     def compile_graph(gm, example_inputs):
         start = time.perf_counter_ns()
-        graph = _new_graph(gm, kind)
+        graph = _new_graph(gm, kind, options=options)
         if kind == "backward":  # (compiled lazily at the first backward, outside tpu_backend)
             _count("compile.time_ns", time.perf_counter_ns() - start)
 
@@ -194,32 +267,27 @@ def programs() -> list:
 
 
 def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
-    """The Dynamo backend: AOTAutograd's graphs, run by torchtpu's kernels."""
-    global _aot, _warned_options
-    if _aot is None:
-        from torch._dynamo.backends.common import aot_autograd
-
-        _aot = aot_autograd(
-            fw_compiler=_graph_compiler("forward"),
-            bw_compiler=_graph_compiler("backward"),
-            inference_compiler=_graph_compiler("inference"),
-            # input mutations (a static KV cache written by index_copy_) stay in the graph
-            keep_inference_input_mutations=True,
-        )
-    if (options or (mode not in (None, "default"))) and not _warned_options:
-        _warned_options = True
-        warnings.warn(
-            f"torch.compile(backend='tpu') takes no mode or options yet; ignoring mode={mode!r}, "
-            f"options={options!r}",
-            stacklevel=2,
-        )
+    """The Dynamo backend: AOTAutograd's graphs, run by torchtpu's kernels. ``mode`` and
+    ``options``: CompileOptions."""
+    opts = CompileOptions(mode, options) if (mode or options) else _default_options()
     _count("compile.dynamo_graphs")
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
     if not os.environ.get("TORCHTPU_CACHE_DIR"):
-        compiled = _aot(gm, example_inputs)
+        aot = _aots.get(opts.key())
+        if aot is None:
+            from torch._dynamo.backends.common import aot_autograd
+
+            aot = _aots[opts.key()] = aot_autograd(
+                fw_compiler=_graph_compiler("forward", opts),
+                bw_compiler=_graph_compiler("backward", opts),
+                inference_compiler=_graph_compiler("inference", opts),
+                # input mutations (a static KV cache written by index_copy_) stay in the graph
+                keep_inference_input_mutations=True,
+            )
+        compiled = aot(gm, example_inputs)
     else:  # (docs/compiled-mode.md, "The compilation cache"; imported only then)
         from . import _compile_cache
 
-        compiled = _compile_cache.compile(gm, example_inputs)
+        compiled = _compile_cache.compile(gm, example_inputs, opts)
     _count("compile.time_ns", time.perf_counter_ns() - start)
     return compiled

@@ -123,7 +123,8 @@ def compiled() -> dict:
     spent in the backend (AOTAutograd's tracing and the graph compilers; Dynamo's own tracing
     is in ``torch._dynamo.utils.compile_times()``), the programs captured from the graphs (one
     per input shape), their ops, their runs (replays without dispatch), the ops folded into
-    them as constants, the calls whose inputs matched no program, the calls run op by op and
+    them as constants, the calls whose inputs matched no program, the calls run op by op (and
+    of those, the calls of a graph with ``max_programs`` programs already) and
     the captures that failed by reason, and, from Dynamo's own records (every backend's, since
     the process started or the last ``reset()``), graph breaks by reason and recompilations
     with their reasons."""
@@ -142,6 +143,8 @@ def compiled() -> dict:
         "ops_folded": c.get("compile.program_ops_folded", 0),
         "program_mismatches": c.get("compile.program_mismatches", 0),
         "runs_op_by_op": c.get("compile.graph_runs_op_by_op", 0),
+        # of those, calls of a graph that had its options' max_programs shapes already
+        "runs_over_max_programs": c.get("compile.graph_runs_op_by_op.max_programs", 0),
         "program_failures": {k[len("compile.program_failure."):]: v for k, v in c.items()
                              if k.startswith("compile.program_failure.")},
         # the compilation cache on disk (TORCHTPU_CACHE_DIR): Dynamo graphs whose ATen graphs

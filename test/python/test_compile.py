@@ -80,6 +80,72 @@ def test_dynamic_shapes_reuse_the_graph_across_lengths():
     assert compiled()["dynamo_graphs"] == 1
 
 
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune",
+                                  "max-autotune-no-cudagraphs"])
+def test_every_mode_of_torch_compile_gives_the_same_programs(mode):
+    model = mlp()
+    x = torch.randn(4, 32)
+    f = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu", mode=mode)
+    for _ in range(2):
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), model(x), rtol=1e-4, atol=1e-4)
+    c = compiled()
+    assert c["programs"] == 1 and c["program_runs"] == 2, c  # (the forward: captured, replayed)
+
+
+def test_an_unknown_mode_or_option_raises_and_names_what_is_known():
+    x = torch.randn(4).to("tpu")
+    with pytest.raises(RuntimeError, match="unrecognized mode='fast'.*reduce-overhead"):
+        torch.compile(lambda t: t + 1, backend="tpu", mode="fast")(x)
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="unexpected option 'triton.cudagraphs'.*matmul_precision"):
+        torch.compile(lambda t: t + 1, backend="tpu", options={"triton.cudagraphs": True})(x)
+    torch._dynamo.reset()
+    with pytest.raises(RuntimeError, match="'matmul_precision' must be"):
+        torch.compile(lambda t: t + 1, backend="tpu", options={"matmul_precision": "low"})(x)
+
+
+def test_the_matmul_precision_option_holds_in_the_forward_and_the_backward():
+    """options={"matmul_precision": "medium"}: the graphs' float32 matmuls take one bf16 pass
+    (inputs rounded to bfloat16, float32 sums), the backward's too (it runs on autograd's
+    thread), while the process's precision stays "highest"."""
+    torch.manual_seed(0)
+    x, w = torch.randn(8, 64), torch.randn(64, 16)
+    f = torch.compile(lambda a, b: a @ b, backend="tpu", options={"matmul_precision": "medium"})
+    xt = x.to("tpu").requires_grad_()
+    out = f(xt, w.to("tpu"))
+    rounded = x.bfloat16().float() @ w.bfloat16().float()
+    torch.testing.assert_close(out.detach().cpu(), rounded, rtol=1e-5, atol=1e-5)
+    assert (out.detach().cpu() - x @ w).abs().max() > 1e-3  # (not the float32 product)
+    g = torch.randn(8, 16)
+    out.backward(g.to("tpu"))
+    torch.testing.assert_close(xt.grad.cpu(), g.bfloat16().float() @ w.bfloat16().float().T,
+                               rtol=1e-5, atol=1e-5)
+    assert torchtpu.tpu.get_matmul_precision() == "highest"
+    eager = (x.to("tpu") @ w.to("tpu")).cpu()  # (outside the graph: the process's level)
+    torch.testing.assert_close(eager, x @ w, rtol=1e-5, atol=1e-5)
+
+
+def test_replay_false_runs_the_graphs_op_by_op():
+    model = mlp()
+    x = torch.randn(4, 32)
+    f = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu", options={"replay": False})
+    for _ in range(2):
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), model(x), rtol=1e-4, atol=1e-4)
+    c = compiled()
+    assert c["programs"] == 0 and c["runs_op_by_op"] == 2, c  # (the forward, twice)
+
+
+def test_max_programs_bounds_the_programs_of_a_dynamic_graph_and_counts_the_rest():
+    f = torch.compile(lambda x: (x * 2).sum(-1), backend="tpu", dynamic=True,
+                      options={"max_programs": 2})
+    for n in range(3, 8):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(f(x.to("tpu")).cpu(), (x * 2).sum(-1))
+    c = compiled()
+    assert c["dynamo_graphs"] == 1 and c["programs"] == 2, c
+    assert c["runs_over_max_programs"] == 3 and c["runs_op_by_op"] == 3, c
+
+
 def test_graph_breaks_and_recompilations_are_counted_with_their_reasons():
     def f(x):
         y = x.relu() + 1
