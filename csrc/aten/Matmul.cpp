@@ -91,7 +91,9 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
   at::Tensor p = direct ? h_out
                         : at::empty(h_out.sizes(), h_out.options().dtype(
                                                        widen ? at::kFloat : h_out.scalar_type()));
-  if (widen) {
+  if (widen && h_a.scalar_type() == at::kBFloat16 && h_b.scalar_type() == at::kBFloat16) {
+    sim::matmul_bf16_to_float(h_a, h_b, p);
+  } else if (widen) {
     sim::matmul(h_a.to(at::kFloat), h_b.to(at::kFloat), p, sim::Precision::kHighest);
   } else if (on_mxu) {
     sim::matmul(h_a, h_b, p, precision);

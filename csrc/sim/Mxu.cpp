@@ -6,6 +6,20 @@
 #include <ATen/ops/matmul.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+// MKL's bfloat16 GEMM with float32 results, which PyTorch's x86-64 CPU wheels link statically
+// and export from libtorch_cpu. Declared weak: null where the library does not export it (then
+// the passes run as float32 GEMMs). `layout` and the transposes are CBLAS's enum values.
+extern "C" void cblas_gemm_bf16bf16f32(int layout, int transa, int transb, int m, int n, int k,
+                                       float alpha, const uint16_t* a, int lda, const uint16_t* b,
+                                       int ldb, float beta, float* c, int ldc)
+    __attribute__((weak));
+
 namespace torchtpu::sim {
 namespace {
 
@@ -24,9 +38,120 @@ at::Tensor split_tensor(const at::Tensor& x, int index, bool prefix) {
   return dst;
 }
 
+// Writes the bf16 parts of x, a contiguous float32 [batch, R, C], as bf16 bits into dst: `count`
+// 1 writes hi(x); 3 writes the parts the "high" passes multiply, in the order `parts_of_a` says
+// ([hi, hi, mid] for the left operand, [hi, mid, hi] for the right one). They are laid side by
+// side along the columns (dst [batch, R, count * C]) or along the rows (dst [batch, count * R, C]).
+void write_parts(const at::Tensor& x, uint16_t* dst, int count, bool parts_of_a,
+                 bool along_columns) {
+  const float* src = x.const_data_ptr<float>();
+  const int64_t R = x.size(1), C = x.size(2);
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1));
+  at::parallel_for(0, x.size(0) * R, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / R, r = row % R;
+      auto part = [&](int j) {
+        return along_columns ? dst + (row * count + j) * C : dst + ((b * count + j) * R + r) * C;
+      };
+      if (count == 1) {
+        bf16_part_bits(src + row * C, C, part(0), nullptr, nullptr);
+      } else if (parts_of_a) {
+        bf16_part_bits(src + row * C, C, part(0), part(1), part(2));
+      } else {
+        bf16_part_bits(src + row * C, C, part(0), part(2), part(1));
+      }
+    }
+  });
+}
+
+// at::matmul's 1-D to 3-D cases as `gemms` GEMMs of A [1 or gemms, M, K] @ B [1 or gemms, K, N]
+// into a float32 [gemms, M, N] (a right operand shared by every batch folds the batches into
+// M: one GEMM).
+struct Gemms {
+  at::Tensor A, B;
+  int64_t gemms = 0, M = 0, K = 0, N = 0;
+};
+std::optional<Gemms> as_gemms(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                              int k_parts) {
+  if (cblas_gemm_bf16bf16f32 == nullptr || a.dim() > 3 || b.dim() > 3 ||
+      (a.dim() == 1 && b.dim() == 1)) {
+    return std::nullopt;
+  }
+  Gemms g;
+  g.A = a.dim() == 1 ? a.unsqueeze(0) : a;  // [K] -> [1, K]
+  g.B = b.dim() == 1 ? b.unsqueeze(1) : b;  // [K] -> [K, 1]
+  if (g.A.dim() == 2) g.A = g.A.unsqueeze(0);
+  if (g.B.dim() == 2) g.B = g.B.unsqueeze(0);
+  const int64_t batch = std::max(g.A.size(0), g.B.size(0));
+  if ((g.A.size(0) != batch && g.A.size(0) != 1) || (g.B.size(0) != batch && g.B.size(0) != 1) ||
+      g.A.size(2) != g.B.size(1)) {
+    return std::nullopt;
+  }
+  if (g.B.size(0) == 1 && batch > 1) g.A = g.A.reshape({1, batch * g.A.size(1), g.A.size(2)});
+  g.gemms = std::max(g.A.size(0), g.B.size(0));
+  g.M = g.A.size(1), g.K = g.A.size(2), g.N = g.B.size(2);
+  if (g.M > INT_MAX || g.N > INT_MAX || k_parts * g.K > INT_MAX ||
+      g.gemms * g.M * g.N != out.numel()) {
+    return std::nullopt;
+  }
+  return g;
+}
+
+// out = A @ B for bf16 bits a16 [A.size(0), M, Kp] and b16 [B.size(0), Kp, N], float32 sums.
+void run_gemms(const Gemms& g, const uint16_t* a16, const uint16_t* b16, int64_t Kp,
+               const at::Tensor& out) {
+  const bool direct = out.is_contiguous() && out.scalar_type() == at::kFloat;
+  at::Tensor C = direct ? out : at::empty(out.sizes(), out.options().dtype(at::kFloat));
+  float* c = C.data_ptr<float>();
+  constexpr int kRowMajor = 101, kNoTrans = 111;
+  for (int64_t i = 0; i < g.gemms; ++i) {
+    cblas_gemm_bf16bf16f32(kRowMajor, kNoTrans, kNoTrans, int(g.M), int(g.N), int(Kp), 1.0f,
+                           a16 + (g.A.size(0) == 1 ? 0 : i) * g.M * Kp, int(Kp),
+                           b16 + (g.B.size(0) == 1 ? 0 : i) * Kp * g.N, int(g.N), 0.0f,
+                           c + i * g.M * g.N, int(g.N));
+  }
+  if (!direct) const_cast<at::Tensor&>(out).copy_(C);
+}
+
+// A buffer of n bf16 values for this thread's GEMM operands, kept between calls (a fresh one per
+// call would cost a page fault per 4 KiB written); one over 64 MiB is replaced by the next call
+// that needs less.
+uint16_t* bf16_scratch(size_t n) {
+  constexpr size_t kKept = size_t(32) << 20;  // values
+  thread_local std::unique_ptr<uint16_t[]> buffer;
+  thread_local size_t capacity = 0;
+  if (n > capacity || (capacity > kKept && n <= kKept)) {
+    buffer.reset(new uint16_t[n]);
+    capacity = n;
+  }
+  return buffer.get();
+}
+
+// out = a @ b for float32 operands at "medium" or "high" in one host bf16 GEMM with float32
+// results: the parts each pass multiplies laid side by side along the inner dimension (medium:
+// hi(a) @ hi(b); high: [hi(a) hi(a) mid(a)] @ [hi(b); mid(b); hi(b)]), every product exact,
+// sums in float32. False where it does not apply (no such GEMM in the library, shapes beyond
+// 3-D or 32-bit sizes, a dot product): then the passes run as float32 GEMMs.
+bool bf16_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+               Precision precision) {
+  if (precision != Precision::kDefault && precision != Precision::kHigh) return false;
+  const int count = precision == Precision::kHigh ? 3 : 1;
+  const std::optional<Gemms> g = as_gemms(a, b, out, count);
+  if (!g) return false;
+  const int64_t Kp = count * g->K;
+  const size_t a_elems = size_t(g->A.size(0) * g->M * Kp);
+  uint16_t* a16 = bf16_scratch(a_elems + size_t(g->B.size(0) * Kp * g->N));
+  uint16_t* b16 = a16 + a_elems;
+  write_parts(g->A.contiguous(), a16, count, /*parts_of_a=*/true, /*along_columns=*/true);
+  write_parts(g->B.contiguous(), b16, count, /*parts_of_a=*/false, /*along_columns=*/false);
+  run_gemms(*g, a16, b16, Kp, out);
+  return true;
+}
+
 // out = a @ b in fp32 with the passes of `precision` (see the header).
 void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                   Precision precision) {
+  if (bf16_gemm(a, b, out, precision)) return;
   bilinear_passes(a, b, precision, [&](const at::Tensor& x, const at::Tensor& y, bool accumulate) {
     if (accumulate) {
       out.add_(at::matmul(x, y));
@@ -41,6 +166,24 @@ void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& ou
 at::Tensor bf16_hi(const at::Tensor& x) { return split_tensor(x, 0, false); }
 at::Tensor bf16_mid(const at::Tensor& x) { return split_tensor(x, 1, false); }
 at::Tensor bf16_hi_mid(const at::Tensor& x) { return split_tensor(x, 1, true); }
+
+void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  TORCH_CHECK(a.scalar_type() == at::kBFloat16 && b.scalar_type() == at::kBFloat16 &&
+                  out.scalar_type() == at::kFloat,
+              "matmul_bf16_to_float takes bfloat16 operands and a float32 result");
+  if (a.numel() == 0 || b.numel() == 0) {
+    const_cast<at::Tensor&>(out).zero_();
+    return;
+  }
+  if (const std::optional<Gemms> g = as_gemms(a, b, out, 1)) {
+    const at::Tensor A = g->A.contiguous(), B = g->B.contiguous();
+    run_gemms(*g, reinterpret_cast<const uint16_t*>(A.const_data_ptr()),
+              reinterpret_cast<const uint16_t*>(B.const_data_ptr()), g->K, out);
+    return;
+  }
+  // (bf16 products are exact in float32: a float32 GEMM of the widened operands is the same)
+  float_matmul(a.to(at::kFloat), b.to(at::kFloat), out, Precision::kHighest);
+}
 
 Precision current_precision() {
   if (tls_override) return *tls_override;

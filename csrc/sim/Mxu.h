@@ -10,9 +10,12 @@
 //                       fp32, rounding once to bf16 at the end, as the MXU does.
 //   float32, highest  : 6 bf16 passes. Equal to an fp32 GEMM of the original operands up to
 //                       the dropped terms mid*lo + lo*mid + lo*lo (below 2^-32 relative).
-//   float32, high     : 3 passes, run as 2 host GEMMs whose products are exact in fp32:
-//                       hi(a) @ (hi+mid)(b) + mid(a) @ hi(b).
-//   float32, medium   : 1 pass: bf16(a) @ bf16(b), products exact in fp32.
+//   float32, high     : 3 passes, run as one host bf16 GEMM with float32 results whose inner
+//                       dimension holds the three: [hi(a) hi(a) mid(a)] @ [hi(b); mid(b); hi(b)]
+//                       (MKL's cblas_gemm_bf16bf16f32, which libtorch_cpu exports on x86-64;
+//                       without it, 2 float32 GEMMs: hi(a) @ (hi+mid)(b) + mid(a) @ hi(b)).
+//   float32, medium   : 1 pass: bf16(a) @ bf16(b), products exact in fp32 (the same bf16 GEMM,
+//                       or a float32 GEMM of the rounded operands).
 //   float16 operands  : converted to float32 exactly, then as float32 at the current precision,
 //                       the result rounded to float16.
 //   int8 operands     : int8 x int8 products accumulated exactly in int32.
@@ -46,6 +49,10 @@ bool mxu_supports(c10::ScalarType dtype);
 // `precision` applies to float32 and float16 operands (pass current_precision() of the thread
 // that issued the op).
 void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Precision precision);
+
+// out (float32) = a @ b for bfloat16 host operands (1-D to 3-D as at::matmul): products exact,
+// sums in float32, no final rounding (the MXU's accumulator, before an epilogue rounds it).
+void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 
 // The bf16 parts of a float32 host tensor (contiguous results): hi = bf16(x), mid = bf16(x -
 // hi), and hi + mid (exact in float32: 16 significant bits).

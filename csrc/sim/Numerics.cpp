@@ -77,4 +77,34 @@ void bf16_split(const float* src, float* dst, int64_t n, int part, bool prefix) 
   }
 }
 
+namespace {
+inline uint16_t high_half(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return static_cast<uint16_t>(b >> 16);
+}
+}  // namespace
+
+// (compiled for AVX-512 and AVX2 too, picked at load time for the host's CPU)
+__attribute__((target_clones("arch=skylake-avx512", "avx2", "default")))
+void bf16_part_bits(const float* __restrict src, int64_t n, uint16_t* __restrict hi,
+                    uint16_t* __restrict hi2, uint16_t* __restrict mid) {
+  // (one loop per case, with no branch inside, so that each vectorizes)
+  if (mid == nullptr) {
+    for (int64_t i = 0; i < n; ++i) hi[i] = high_half(round_fast(src[i]));
+  } else if (hi2 == nullptr) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float h = round_fast(src[i]);
+      hi[i] = high_half(h);
+      mid[i] = high_half(round_fast(src[i] - h));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float h = round_fast(src[i]);
+      hi[i] = hi2[i] = high_half(h);
+      mid[i] = high_half(round_fast(src[i] - h));
+    }
+  }
+}
+
 }  // namespace torchtpu::sim

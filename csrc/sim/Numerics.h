@@ -60,5 +60,8 @@ void round_bf16(const float* src, float* dst, int64_t n);
 // Part `part` (0 = hi, 1 = mid, 2 = lo) of every element, or with `prefix` the sum of parts
 // 0..part (part 1 with prefix gives hi + mid, exact in float32).
 void bf16_split(const float* src, float* dst, int64_t n, int part, bool prefix);
+// The bf16 parts of every element as bf16 bit patterns (the upper half of the part's float
+// bits): hi[i] = bf16(src[i]) and, where given, hi2[i] = hi[i] and mid[i] = bf16(src[i] - hi).
+void bf16_part_bits(const float* src, int64_t n, uint16_t* hi, uint16_t* hi2, uint16_t* mid);
 
 }  // namespace torchtpu::sim

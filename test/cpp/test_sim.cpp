@@ -237,6 +237,51 @@ TEST(Executor, WithinTheBoundOfTheReference) {
   check_executor(at::kBFloat16, Precision::kHighest, 33, 257, 19);
 }
 
+// Every shape at::matmul takes (1-D to 3-D, a batch broadcast, a weight shared by a batch), at
+// "medium" and "high" (one host bf16 GEMM where the library has it), against the passes'
+// exact products summed in float64, within the bound above.
+TEST(Executor, EveryMatmulShapeAtMediumAndHighWithinTheBound) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+      {{3, 5, 40}, {40, 7}}, {{3, 5, 40}, {3, 40, 7}}, {{1, 5, 40}, {3, 40, 7}},
+      {{40}, {40, 7}},       {{5, 40}, {40}},          {{5, 40}, {2, 40, 7}},
+      {{33, 257}, {257, 19}}};
+  at::manual_seed(3);
+  for (const auto& [sa, sb] : shapes) {
+    const auto a = at::randn(sa), b = at::randn(sb);
+    const auto ha = bf16_hi(a).to(at::kDouble), ma = bf16_mid(a).to(at::kDouble);
+    const auto hb = bf16_hi(b).to(at::kDouble), mb = bf16_mid(b).to(at::kDouble);
+    const auto magnitude = at::matmul(a.abs().to(at::kDouble), b.abs().to(at::kDouble));
+    const double bound_scale = 2.0 * sa.back() * std::ldexp(1.0, -24);
+    for (auto p : {Precision::kDefault, Precision::kHigh}) {
+      auto exact = at::matmul(ha, hb);
+      if (p == Precision::kHigh) exact = exact + at::matmul(ha, mb) + at::matmul(ma, hb);
+      auto out = at::empty(exact.sizes());
+      matmul(a, b, out, p);
+      const auto excess = (out.to(at::kDouble) - exact).abs() - bound_scale * magnitude;
+      ASSERT_LE(excess.max().item<double>(), 0.0)
+          << name(p) << " " << c10::IntArrayRef(sa) << " @ " << c10::IntArrayRef(sb);
+    }
+  }
+}
+
+// bfloat16 operands with a float32 result (an epilogue before the final rounding): exact
+// products, float32 sums.
+TEST(Executor, Bf16ToFloatKeepsTheAccumulatorUnrounded) {
+  at::manual_seed(4);
+  for (const auto& [sa, sb] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{17, 300}, {300, 23}}, {{4, 9, 64}, {4, 64, 5}}, {{4, 9, 64}, {64, 5}}}) {
+    const auto a = at::randn(sa).to(at::kBFloat16), b = at::randn(sb).to(at::kBFloat16);
+    const auto exact = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
+    auto out = at::empty(exact.sizes());
+    matmul_bf16_to_float(a, b, out);
+    const auto magnitude = at::matmul(a.abs().to(at::kDouble), b.abs().to(at::kDouble));
+    const double scale = 2.0 * sa.back() * std::ldexp(1.0, -24);
+    ASSERT_LE(((out.to(at::kDouble) - exact).abs() - scale * magnitude).max().item<double>(), 0.0);
+    // (and not rounded to bfloat16: some element keeps bits below bf16's precision)
+    ASSERT_FALSE(at::equal(out, out.to(at::kBFloat16).to(at::kFloat)));
+  }
+}
+
 TEST(Executor, PrecisionChangesTheResultAsDocumented) {
   at::manual_seed(0);
   auto a = at::randn({32, 512}), b = at::randn({512, 16});
