@@ -13,7 +13,8 @@ per op is the whole cost. Measured in one process, interleaved, medians of the r
                  (record, then flush: lookup and run)
     training     steps per second of examples/train.py's model (d_model 64, 2 layers, 16x64
                  tokens, AdamW) and of a small nn.TransformerEncoder of the same size, on the CPU
-                 and on "tpu" in strict and fused eager
+                 and on "tpu" in strict and fused eager, and in strict eager with all work on
+                 the stream's worker (TORCHTPU_INLINE=0)
 
 The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
@@ -101,8 +102,23 @@ def stream_costs(reps: int):
 
 
 def training(make):
-    """A training step (compile.py's cases: AdamW, loss.item() at the end) run in each column."""
-    return lambda mode: in_mode(mode, make("cpu" if mode == "cpu" else "strict"))
+    """A training step (compile.py's cases: AdamW, loss.item() at the end) run in each column;
+    "strict_worker" is strict eager with every piece of work handed to the stream's worker
+    (parallel work on an idle stream otherwise runs on the issuing thread: docs/runtime.md)."""
+    def column(mode):
+        if mode != "strict_worker":
+            return in_mode(mode, make("cpu" if mode == "cpu" else "strict"))
+        step = in_mode("strict", make("strict"))
+
+        def run():
+            previous = torchtpu._C.inline_work()
+            torchtpu._C.set_inline_work(False)
+            try:
+                step()
+            finally:
+                torchtpu._C.set_inline_work(previous)
+        return run
+    return column
 
 
 def example_step():
@@ -146,12 +162,13 @@ def main():
           f"{rec + fl:.2f} us per op", flush=True)
 
     for name, make in (("example", example_step()), ("encoder", encoder_step())):
-        fns = {mode: make(mode) for mode in ("cpu", "strict", "fused")}
+        fns = {mode: make(mode) for mode in ("cpu", "strict", "strict_worker", "fused")}
         times = common.interleaved(fns, repeats=repeats, warmup=2)
         row = {mode: 1.0 / common.median(times[mode]) for mode in fns}
         results["train_steps_per_s"][name] = row
         print(f"== training, {name}: steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
-              f"({row['strict'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
+              f"({row['strict'] / row['cpu']:.2f}x; all work on the worker "
+              f"{row['strict_worker'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
               f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
 
     kept = results["per_op_us"]["add_kept"]
@@ -188,8 +205,8 @@ def main():
         axes[0].set_ylabel("host us per op (measured)")
         axes[0].set_title("tiny ops, 64x64 float32")
         train = results["train_steps_per_s"]
-        for k, mode in enumerate(("cpu", "strict", "fused")):
-            axes[1].bar([i + (k - 1) * width for i in range(len(train))],
+        for k, mode in enumerate(("cpu", "strict", "strict_worker", "fused")):
+            axes[1].bar([i + (k - 1.5) * width for i in range(len(train))],
                         [r[mode] / r["cpu"] for r in train.values()], width, label=mode)
         axes[1].axhline(1.0, color="gray", lw=0.8)
         axes[1].set_xticks(range(len(train)))

@@ -323,11 +323,14 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     // host aliases from those, so the issuing thread allocates none.
     Footprint footprint;
     c10::SmallVector<IssuedTensor, 4> issued;
+    int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
+                          // kParallelElements)
     torch::jit::Stack args(stack->begin() + base, stack->end());
     map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined()) return t;
       if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
       footprint.add(t);
+      largest = std::max<int64_t>(largest, t.numel());
       issued.push_back(IssuedTensor::of(t));
       return t;
     });
@@ -385,7 +388,7 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                }
              }
            },
-           std::move(written));
+           std::move(written), largest >= kParallelElements);
     return;
   }
   const c10::ScalarType reduced =

@@ -113,7 +113,7 @@ LaunchNote::LaunchNote(std::string note) : previous_(std::move(t_launch_note)) {
 LaunchNote::~LaunchNote() { t_launch_note = std::move(previous_); }
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
-            std::vector<at::Tensor> results) {
+            std::vector<at::Tensor> results, bool parallel) {
   if (sim::tracing()) {
     // torch.profiler records the device: the launch's event (traced when it was charged, under
     // the same name) gets the host time its work takes on this machine as an annotation.
@@ -138,7 +138,7 @@ void launch(c10::Device device, std::string op, std::function<void()> work,
       };
     }
     runtime::queue_of(runtime::current_stream(device.index()))
-        .enqueue(std::move(work), std::move(op));
+        .enqueue(std::move(work), std::move(op), {}, parallel);
     return;
   }
   // Debug eager runs the work now, after whatever strict ops (of another thread, or before a
@@ -247,7 +247,7 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
            [self, dst, d = host_alias(dst), src = host_alias(self)]() mutable {
              at::native::copy_(d, src, false);
            },
-           {dst});
+           {dst}, dst.numel() >= kParallelElements);
     return dst;
   }
   if (src_tpu && !dst_tpu) check_has_values(self, "Copying to the host");

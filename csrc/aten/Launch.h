@@ -21,8 +21,12 @@
 
 namespace torchtpu::aten {
 
+// `parallel`: the work runs parallel host loops (runtime::StreamQueue::enqueue); then
+// kParallelElements or more elements, or a product of kParallelMacs or more multiply-adds.
 void launch(c10::Device device, std::string op, std::function<void()> work,
-            std::vector<at::Tensor> results = {});
+            std::vector<at::Tensor> results = {}, bool parallel = false);
+constexpr int64_t kParallelElements = 32768;  // at::internal::GRAIN_SIZE
+constexpr int64_t kParallelMacs = int64_t(1) << 18;
 
 // While one is alive on this thread, device work launched is named with `note` appended (fused
 // eager appends the Python line where the op was recorded, for errors reported later).

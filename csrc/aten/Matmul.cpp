@@ -124,11 +124,12 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
   }
   sim::record(op, estimate_product(self, a, b, out));
   const auto precision = sim::current_precision();  // the caller's, captured now
+  const int64_t macs = out.numel() * (a.dim() == 0 ? 1 : a.size(-1));
   launch(out.device(), op,
          [=, keep = std::vector<at::Tensor>{self, a, b, out}] {
            run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, true, precision);
          },
-         {out});
+         {out}, macs >= kParallelMacs);
 }
 
 void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor& b,

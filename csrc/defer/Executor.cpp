@@ -750,7 +750,8 @@ class Executor {
     aten::launch(device,
                  "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
                      nodes_[region.nodes[0]].name + ", ...)",
-                 [fused] { fused->run(); }, std::move(written));
+                 [fused] { fused->run(); }, std::move(written),
+                 region.matmul_first || numel >= aten::kParallelElements);
     if (region.reduction_last) {
       // The reduction runs through its kernel after the element-wise work, reading the value
       // from the region buffer; its charge joins the region's single launch.
@@ -851,6 +852,7 @@ void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
   // A graph is enqueued whole: a Ctrl-C during one of its waits for memory is taken at the next
   // wait after it, never halfway through (which would leave pending tensors without producers).
   const runtime::NoInterrupt whole;
+  const runtime::WorkerOnly on_the_worker;  // (its work is not run on this thread: Stream.h)
   Executor(nodes, keys, plan, alive_keys, blocking).run();
 }
 

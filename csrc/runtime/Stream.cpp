@@ -2,6 +2,7 @@
 
 #include "runtime/DeferredWork.h"
 #include "runtime/Device.h"
+#include "runtime/Env.h"
 #include "runtime/Errors.h"
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
@@ -99,21 +100,24 @@ struct StreamQueue::Impl {
   static constexpr auto kSpin = std::chrono::microseconds(50);
   std::atomic<size_t> queued{0};  // items.size(), readable without the lock
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
+  bool running_inline = false;    // a host thread runs an item itself (see enqueue)
 
   void run() {
     t_stream_worker = true;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      if (items.empty()) {
-        lock.unlock();
-        const auto until = std::chrono::steady_clock::now() + kSpin;
-        while (queued.load(std::memory_order_acquire) == 0 &&
-               std::chrono::steady_clock::now() < until) {
-          std::this_thread::yield();
+      if (items.empty() || running_inline) {
+        if (items.empty()) {
+          lock.unlock();
+          const auto until = std::chrono::steady_clock::now() + kSpin;
+          while (queued.load(std::memory_order_acquire) == 0 &&
+                 std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+          }
+          lock.lock();
         }
-        lock.lock();
         parked = true;
-        cv.wait(lock, [&] { return !items.empty(); });
+        cv.wait(lock, [&] { return !items.empty() && !running_inline; });
         parked = false;
       }
       Item item = std::move(items.front());
@@ -152,8 +156,64 @@ struct StreamQueue::Impl {
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
+namespace {
+std::atomic<bool> g_inline{env::get("TORCHTPU_INLINE").value_or("1") != "0"};
+thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
+}  // namespace
+
+void set_inline_work(bool on) { g_inline.store(on, std::memory_order_relaxed); }
+WorkerOnly::WorkerOnly() { ++t_worker_only; }
+WorkerOnly::~WorkerOnly() { --t_worker_only; }
+bool inline_work() { return g_inline.load(std::memory_order_relaxed); }
+
+bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
+                             const std::function<void()>& then) {
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  Impl& s = *impl_;
+  if (!s.items.empty() || s.completed != s.enqueued || s.running_inline) return false;
+  FinishedWork finished = s.take_finished();  // (destroyed on return, outside the lock)
+  s.running_inline = true;
+  ++s.enqueued;
+  s.enqueued_atomic.store(s.enqueued, std::memory_order_release);
+  lock.unlock();
+  // As on the worker: the work may not synchronize this stream, and an allocation inside it
+  // that runs short of memory must not wait for this stream (it would wait for itself).
+  t_stream_worker = true;
+  std::exception_ptr failure;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    work();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  t_stream_worker = false;
+  metrics::add(metrics::Category::host_time, what,
+               std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count());
+  metrics::count("stream.work_run_inline");
+  lock.lock();
+  if (failure && !s.error) {  // reported at the next synchronization, as the worker's are
+    s.error = failure;
+    s.error_what = what;
+  }
+  ++s.completed;
+  if (then) then();
+  s.completed_atomic.store(s.completed, std::memory_order_release);
+  s.running_inline = false;
+  if (s.completed == s.enqueued) s.drained.notify_all();
+  if (!s.items.empty() && s.parked) s.cv.notify_one();  // (queued behind it meanwhile)
+  lock.unlock();
+  work = nullptr;  // its captures (the tensors it held) go now, on this host thread
+  return true;
+}
+
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
-                          std::function<void()> then) {
+                          std::function<void()> then, bool parallel) {
+  if (parallel && t_worker_only == 0 && inline_work() && !t_stream_worker &&
+      run_inline(work, what, then)) {
+    return;
+  }
   FinishedWork finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();

@@ -39,8 +39,11 @@ class StreamQueue {
 
   // Appends work; `what` names it in error messages. `then` runs after the work has been
   // counted as completed (an event record: whoever sees the event complete also sees the
-  // stream's work up to it complete, as stream queries on CUDA do).
-  void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {});
+  // stream's work up to it complete, as stream queries on CUDA do). `parallel`: the work runs
+  // parallel host loops (a GEMM, a pass over many elements); on an idle stream it then runs at
+  // once on this thread (see set_inline_work).
+  void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {},
+               bool parallel = false);
   // Waits until everything enqueued so far has run; rethrows the first error since the last
   // synchronization.
   void synchronize();
@@ -59,6 +62,10 @@ class StreamQueue {
   int priority() const { return priority_; }
 
  private:
+  // Runs `work` on this thread when the stream is idle (nothing queued or running): counted,
+  // timed and its error kept for the next synchronization as on the worker. False when busy.
+  bool run_inline(std::function<void()>& work, const std::string& what,
+                  const std::function<void()>& then);
   // Spins briefly (50 us at most) until everything enqueued has run.
   void drained_soon() const;
   struct Impl;
@@ -66,6 +73,25 @@ class StreamQueue {
   c10::StreamId id_;
   int priority_;
   std::shared_ptr<Impl> impl_;
+};
+
+// Parallel work (StreamQueue::enqueue) enqueued on an idle stream runs at once on the enqueuing
+// thread, with the worker's semantics (ordering, errors kept for the next synchronization, host
+// time counted): its parallel loops then share the cores with no third thread, the host's,
+// running beside them (docs/runtime.md, "Streams and events"). Small work still goes to the
+// worker, which runs it while the host issues the next op. On by default; TORCHTPU_INLINE=0 or
+// set_inline_work(false) keeps all work on the worker.
+void set_inline_work(bool on);
+bool inline_work();
+// While one is alive on this thread, the work it enqueues goes to the worker: a fused graph or
+// a compiled program is enqueued whole with no interrupt taken halfway, so run on this thread
+// its host time could not be interrupted (and the host mostly waits for it next anyway).
+class WorkerOnly {
+ public:
+  WorkerOnly();
+  ~WorkerOnly();
+  WorkerOnly(const WorkerOnly&) = delete;
+  WorkerOnly& operator=(const WorkerOnly&) = delete;
 };
 
 // Thread-local current stream per device, as in CUDA.

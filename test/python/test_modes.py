@@ -54,6 +54,27 @@ def test_strict_errors_surface_at_the_next_synchronization_naming_the_op():
     del x
 
 
+def test_strict_errors_of_work_run_on_the_issuing_thread_surface_at_the_next_synchronization():
+    """Parallel work (here a scatter into 100 000 elements) enqueued on an idle stream runs on the
+    issuing thread (runtime/Stream.h): its error is still kept for the next synchronization, and
+    work queued behind a busy stream keeps its order."""
+    torchtpu.set_eager_mode("strict")
+    x = torch.zeros(100_000, device="tpu")
+    index, src = torch.tensor([0, 100_009], device="tpu"), torch.ones(2, device="tpu")
+    torch.tpu.synchronize()  # (idle)
+    before = torchtpu.metrics.counters().get("stream.work_run_inline", 0)
+    x.scatter_(0, index, src)  # returns
+    assert torchtpu.metrics.counters().get("stream.work_run_inline", 0) == before + 1
+    with pytest.raises(RuntimeError, match=r"TPU error in 'aten::scatter.*' on tpu:0 .*index 100009 is out of bounds"):
+        torch.tpu.synchronize()
+    # small work on the worker, then parallel work reading its result, then small work again
+    y = torch.ones(8, device="tpu")
+    for _ in range(50):
+        y = y + 1
+    big = torch.arange(100_000, device="tpu", dtype=torch.float32) * y[3] + y.sum()
+    assert big[10].item() == 10 * 51 + 8 * 51 and (y * 2).sum().item() == 8 * 102
+
+
 def test_debug_errors_are_raised_at_the_faulting_op():
     torchtpu.set_eager_mode("debug")
     with pytest.raises(RuntimeError, match="out of bounds"):
