@@ -112,7 +112,7 @@ def training(make):
 
         def run():
             previous = torchtpu._C.inline_work()
-            torchtpu._C.set_inline_work(False)
+            torchtpu._C.set_inline_work(0)
             try:
                 step()
             finally:

@@ -56,8 +56,8 @@ size_t cancel_queued_work() { return runtime::cancel_all_queued_work(); }
 
 void set_check_nans(bool on) { runtime::set_check_nans(on); }
 bool check_nans() { return runtime::check_nans(); }
-void set_inline_work(bool on) { runtime::set_inline_work(on); }
-bool inline_work() { return runtime::inline_work(); }
+void set_inline_work(int level) { runtime::set_inline_work(level); }
+int inline_work() { return runtime::inline_work(); }
 
 int64_t pending_ops() { return defer::pending_ops(); }
 std::map<std::string, std::map<std::string, int64_t>> materializations() {

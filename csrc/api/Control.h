@@ -46,8 +46,8 @@ size_t cancel_queued_work();           // after an interrupt, at exit: drops que
 void set_check_nans(bool on);
 bool check_nans();
 // Work enqueued on an idle stream runs on the enqueuing thread (runtime/Stream.h).
-void set_inline_work(bool on);
-bool inline_work();
+void set_inline_work(int level);
+int inline_work();
 
 // DeferAndFuse (docs/eager-modes.md).
 int64_t pending_ops();

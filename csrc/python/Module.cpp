@@ -266,7 +266,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("get_eager_mode", [] { return eager_mode(); });
   m.def("set_check_nans", [](bool on) { api::set_check_nans(on); });
-  m.def("set_inline_work", [](bool on) { api::set_inline_work(on); });
+  m.def("set_inline_work", [](int level) { api::set_inline_work(level); });
   m.def("inline_work", [] { return api::inline_work(); });
   m.def("get_check_nans", [] { return api::check_nans(); });
   m.def("sync", [] {

@@ -157,14 +157,24 @@ StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
 namespace {
-std::atomic<bool> g_inline{env::get("TORCHTPU_INLINE").value_or("1") != "0"};
+int inline_level_from_env() {
+  const std::string v = env::get("TORCHTPU_INLINE").value_or("1");
+  if (v == "0") return 0;
+  if (v == "all") return 2;
+  TORCH_CHECK(v == "1", "TORCHTPU_INLINE='", v, "': expected 0, 1 or all");
+  return 1;
+}
+std::atomic<int> g_inline{inline_level_from_env()};
 thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
 }  // namespace
 
-void set_inline_work(bool on) { g_inline.store(on, std::memory_order_relaxed); }
+void set_inline_work(int level) {
+  TORCH_CHECK(level >= 0 && level <= 2, "inline work level ", level, ": expected 0, 1 or 2");
+  g_inline.store(level, std::memory_order_relaxed);
+}
 WorkerOnly::WorkerOnly() { ++t_worker_only; }
 WorkerOnly::~WorkerOnly() { --t_worker_only; }
-bool inline_work() { return g_inline.load(std::memory_order_relaxed); }
+int inline_work() { return g_inline.load(std::memory_order_relaxed); }
 
 bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
                              const std::function<void()>& then) {
@@ -210,7 +220,8 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
 
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then, bool parallel) {
-  if (parallel && t_worker_only == 0 && inline_work() && !t_stream_worker &&
+  const int level = inline_work();
+  if ((level == 2 || (parallel && level == 1)) && t_worker_only == 0 && !t_stream_worker &&
       run_inline(work, what, then)) {
     return;
   }

@@ -79,10 +79,11 @@ class StreamQueue {
 // thread, with the worker's semantics (ordering, errors kept for the next synchronization, host
 // time counted): its parallel loops then share the cores with no third thread, the host's,
 // running beside them (docs/runtime.md, "Streams and events"). Small work still goes to the
-// worker, which runs it while the host issues the next op. On by default; TORCHTPU_INLINE=0 or
-// set_inline_work(false) keeps all work on the worker.
-void set_inline_work(bool on);
-bool inline_work();
+// worker, which runs it while the host issues the next op. The level: 1 (the default) parallel
+// work; 0 (TORCHTPU_INLINE=0) none, all work on the worker; 2 (TORCHTPU_INLINE=all) all work on
+// an idle stream, small work too (for tests: it mixes both paths in one program).
+void set_inline_work(int level);
+int inline_work();
 // While one is alive on this thread, the work it enqueues goes to the worker: a fused graph or
 // a compiled program is enqueued whole with no interrupt taken halfway, so run on this thread
 // its host time could not be interrupted (and the host mostly waits for it next anyway).

@@ -335,6 +335,22 @@ def test_fuzzer_programs_match_cpu_in_every_mode(seed):
     assert defer_fuzz.check(seed, length=16, attention=seed not in REGRESSION_SEEDS) is None
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_fuzzer_programs_match_cpu_with_work_run_on_the_issuing_thread(seed):
+    """Strict eager with every piece of work on an idle stream run by the issuing thread
+    (TORCHTPU_INLINE=all, runtime/Stream.h): the program's ops alternate between the issuing
+    thread and the worker (whichever finds the stream idle), in order, with errors reported as
+    on the worker."""
+    previous = torchtpu._C.inline_work()
+    torchtpu._C.set_inline_work(2)
+    before = torchtpu.metrics.counters().get("stream.work_run_inline", 0)
+    try:
+        assert defer_fuzz.check(seed, modes=("strict",), length=16) is None
+    finally:
+        torchtpu._C.set_inline_work(previous)
+    assert torchtpu.metrics.counters().get("stream.work_run_inline", 0) > before
+
+
 def test_matmul_precision_is_the_one_in_force_when_recorded():
     a = torch.randn(64, 64, device="tpu")
     torchtpu.sync()

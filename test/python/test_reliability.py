@@ -445,3 +445,17 @@ def test_fuzzer_programs_in_concurrent_threads_match_cpu():
     import defer_fuzz
 
     assert defer_fuzz.check_threaded(range(700000, 700090), threads=3, length=16) == []
+
+
+def test_fuzzer_programs_in_concurrent_threads_match_cpu_with_work_run_inline():
+    """The same with work on an idle stream run by the thread that enqueues it
+    (TORCHTPU_INLINE=all): three threads share the default stream, so one runs its op while the
+    others' ops queue behind it."""
+    import defer_fuzz
+
+    previous = torchtpu._C.inline_work()
+    torchtpu._C.set_inline_work(2)
+    try:
+        assert defer_fuzz.check_threaded(range(710000, 710045), threads=3, length=16) == []
+    finally:
+        torchtpu._C.set_inline_work(previous)
