@@ -102,6 +102,38 @@ struct StreamQueue::Impl {
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
   bool running_inline = false;    // a host thread runs an item itself (see enqueue)
 
+  // Runs one item's work, its host time counted; the exception it raised, if any.
+  static std::exception_ptr run_timed(std::function<void()>& work, const std::string& what) {
+    std::exception_ptr failure;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    metrics::add(metrics::Category::host_time, what,
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+    return failure;
+  }
+
+  // Under the lock: an item has run. Its error is kept for the next synchronization (the first
+  // since the last one), it counts as completed, and then `then` runs: whoever sees the stream
+  // drained sees `then` done, and the reverse. (`then` must not take this lock: an event's mark
+  // has its own.)
+  void completed_locked(std::exception_ptr failure, const std::string& what,
+                        const std::function<void()>& then) {
+    if (failure && !error) {
+      error = failure;
+      error_what = what;
+    }
+    ++completed;
+    if (then) then();
+    completed_atomic.store(completed, std::memory_order_release);
+    if (completed == enqueued) drained.notify_all();
+  }
+
   void run() {
     t_stream_worker = true;
     std::unique_lock<std::mutex> lock(mutex);
@@ -124,29 +156,10 @@ struct StreamQueue::Impl {
       items.pop_front();
       queued.store(items.size(), std::memory_order_release);
       lock.unlock();
-      std::exception_ptr failure;
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        item.work();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      metrics::add(metrics::Category::host_time, item.what,
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::steady_clock::now() - start)
-                       .count());
+      std::exception_ptr failure = run_timed(item.work, item.what);
       lock.lock();
       finished.push_back(std::move(item.work));
-      if (failure && !error) {
-        error = failure;
-        error_what = item.what;
-      }
-      ++completed;
-      // Under the lock: whoever sees the stream drained sees `then` done, and the reverse.
-      // (`then` must not take this lock: an event's mark has its own.)
-      if (item.then) item.then();
-      completed_atomic.store(completed, std::memory_order_release);
-      if (completed == enqueued) drained.notify_all();
+      completed_locked(failure, item.what, item.then);
     }
   }
   std::atomic<uint64_t> completed_atomic{0};  // `completed`, readable without the lock
@@ -189,29 +202,12 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
   // As on the worker: the work may not synchronize this stream, and an allocation inside it
   // that runs short of memory must not wait for this stream (it would wait for itself).
   t_stream_worker = true;
-  std::exception_ptr failure;
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    work();
-  } catch (...) {
-    failure = std::current_exception();
-  }
+  std::exception_ptr failure = Impl::run_timed(work, what);
   t_stream_worker = false;
-  metrics::add(metrics::Category::host_time, what,
-               std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - start)
-                   .count());
   metrics::count("stream.work_run_inline");
   lock.lock();
-  if (failure && !s.error) {  // reported at the next synchronization, as the worker's are
-    s.error = failure;
-    s.error_what = what;
-  }
-  ++s.completed;
-  if (then) then();
-  s.completed_atomic.store(s.completed, std::memory_order_release);
+  s.completed_locked(failure, what, then);  // (its error reported as the worker's are)
   s.running_inline = false;
-  if (s.completed == s.enqueued) s.drained.notify_all();
   if (!s.items.empty() && s.parked) s.cv.notify_one();  // (queued behind it meanwhile)
   lock.unlock();
   work = nullptr;  // its captures (the tensors it held) go now, on this host thread
