@@ -53,7 +53,6 @@ class CompileOptions:
             raise RuntimeError(
                 f"torch.compile(backend='tpu'): unrecognized mode={mode!r}; the modes are "
                 f"{', '.join(self.MODES)} (all give the same programs: docs/compiled-mode.md)")
-        self.mode = mode or "default"
         options = dict(options or {})
         for key, value in options.items():
             allowed = self.KNOWN.get(key)
@@ -76,7 +75,7 @@ class CompileOptions:
         return (self.matmul_precision, self.replay, self.max_programs)
 
 
-_DEFAULT_OPTIONS = None
+_DEFAULT_OPTIONS = CompileOptions()
 
 
 def _count(name: str, n: int = 1) -> None:
@@ -100,7 +99,7 @@ class _GraphProgram:
     def __init__(self, gm, name: str, random_op=..., options=None):
         self.gm = gm
         self.name = name
-        self.options = options or _default_options()
+        self.options = options or _DEFAULT_OPTIONS
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         self.failures = 0
         self.lines_known = False
@@ -141,15 +140,15 @@ class _GraphProgram:
             if force is not None:
                 force(self.gm)
             _C.add_fx_lines(_user_lines(self.gm))
-        if len(self.programs) >= self.options.max_programs and self.options.replay:
-            _count("compile.graph_runs_op_by_op")
+        full = self.options.replay and len(self.programs) >= self.options.max_programs
+        if full:
             _count("compile.graph_runs_op_by_op.max_programs")
-            return self._op_by_op(args)
         if (
-            _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
+            full
+            or _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
             or not self.options.replay
             or self.failures >= self._MAX_FAILURES
-            or not _C.program_begin(tensors)
+            or not _C.program_begin(tensors)  # (last: it starts the capture)
         ):
             _count("compile.graph_runs_op_by_op")
             return self._op_by_op(args)
@@ -218,13 +217,6 @@ _programs = []  # every _GraphProgram compiled (weakly: they die with their grap
 _graphs_compiled = 0  # (names them)
 
 
-def _default_options() -> CompileOptions:
-    global _DEFAULT_OPTIONS
-    if _DEFAULT_OPTIONS is None:
-        _DEFAULT_OPTIONS = CompileOptions()
-    return _DEFAULT_OPTIONS
-
-
 def _new_graph(gm, kind: str, random_op=..., options=None) -> _GraphProgram:
     """A program for one ATen graph, counted and kept (weakly) for programs()."""
     import weakref
@@ -269,7 +261,7 @@ def programs() -> list:
 def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     """The Dynamo backend: AOTAutograd's graphs, run by torchtpu's kernels. ``mode`` and
     ``options``: CompileOptions."""
-    opts = CompileOptions(mode, options) if (mode or options) else _default_options()
+    opts = CompileOptions(mode, options) if (mode or options) else _DEFAULT_OPTIONS
     _count("compile.dynamo_graphs")
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
     if not os.environ.get("TORCHTPU_CACHE_DIR"):
