@@ -22,6 +22,8 @@ example's model with dynamic=True.
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import sys
 import time
 from pathlib import Path
@@ -228,32 +230,88 @@ def compile_times_across_processes(quick, repeats):
             for kind, rs in runs.items()}
 
 
-def dynamic_lengths(lengths):
-    """Dynamo compilations and programs for the example's forward over `lengths` with
-    dynamic=True."""
+DYNAMIC_LENGTHS = [64, 80, 96, 128, 160, 192, 224, 256]
+
+
+def dynamic_lengths(lengths, quick=False):
+    """A training step (forward and backward) of the example's model, widened, compiled with
+    dynamic=True over sequence `lengths`: Dynamo compilations, host programs, buckets (the
+    programs a TPU would compile: docs/compiled-mode.md, "Buckets"), the estimated device time
+    of each length's step charged as its bucket against the same step priced at its own length
+    (options={"buckets": None}), and the largest difference from the CPU."""
     from torch._dynamo.utils import get_compilation_metrics
 
-    torch._dynamo.reset()
-    torchtpu.metrics.reset()  # (Dynamo's records of earlier compilations stay: counted apart)
-    before = {id(m) for m in get_compilation_metrics()}
-    torch.manual_seed(0)
-    model = example_model().to("tpu").eval()
-    fwd = torch.compile(model, backend="tpu", dynamic=True)
-    cpu_model = example_model().eval()
-    cpu_model.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
-    worst = 0.0
-    with torch.no_grad():
-        for n in lengths:
-            ids = torch.randint(EXAMPLE["vocab"], (2, n))
-            got = fwd(ids.to("tpu")).cpu()
-            worst = max(worst, (got - cpu_model(ids)).abs().max().item())
-    c = torchtpu.metrics.compiled()
-    from torch._dynamo.utils import get_compilation_metrics
+    d, layers, heads, b = (128, 2, 4, 4) if quick else (512, 2, 8, 8)
+    vocab, context = EXAMPLE["vocab"], max(lengths)
+    out = {"case": f"examples/train.py's CharTransformer(d_model={d}, layers={layers}, "
+                   f"heads={heads}), batch {b}",
+           "lengths": list(lengths)}
+    for policy in ("pow2", None):
+        torch._dynamo.reset()
+        torchtpu.metrics.reset()  # (Dynamo's records of earlier compilations stay: counted apart)
+        before = {id(m) for m in get_compilation_metrics()}
+        torch.manual_seed(0)
+        cpu_model = example.CharTransformer(vocab, d, layers, heads, context)
+        model = copy.deepcopy(cpu_model).to("tpu")
+        step = torch.compile(model, backend="tpu", dynamic=True, options={"buckets": policy})
+        worst, step_s = 0.0, []
+        for rep in range(2):  # (the second pass: every length replays its programs)
+            for n in lengths:
+                x = torch.randint(vocab, (b, n), generator=torch.Generator().manual_seed(n))
+                torchtpu.sync()
+                start = torchtpu.metrics.estimate()["device_time_s"]
+                y = step(x.to("tpu"))
+                y.pow(2).mean().backward()
+                torchtpu.sync()
+                if rep == 1:
+                    step_s.append(torchtpu.metrics.estimate()["device_time_s"] - start)
+                    diff = (y.detach().cpu() - cpu_model(x).detach()).abs().max().item()
+                    worst = max(worst, diff)
+                model.zero_grad(set_to_none=True)
+        c = torchtpu.metrics.compiled()
+        compilations = [m for m in get_compilation_metrics() if id(m) not in before]
+        out[str(policy)] = {
+            "dynamo_compilations": len(compilations), "dynamo_graphs": c["dynamo_graphs"],
+            "recompile_reasons": c["recompilations"], "programs": c["programs"],
+            "buckets": c["buckets"], "bucket_programs": c["bucket_programs"],
+            "buckets_unpriced": c["buckets_unpriced"], "step_estimate_s": step_s,
+            "max_abs_diff_vs_cpu": worst}
+    pow2, exact = out["pow2"], out["None"]
+    out["padding_ratio"] = [a / b for a, b in
+                            zip(pow2["step_estimate_s"], exact["step_estimate_s"])]
+    return out
 
-    compilations = [m for m in get_compilation_metrics() if id(m) not in before]
-    return {"lengths": list(lengths), "dynamo_compilations": len(compilations),
-            "dynamo_graphs": c["dynamo_graphs"], "recompile_reasons": c["recompilations"],
-            "programs": c["programs"], "max_abs_diff_vs_cpu": worst}
+
+def plot_dynamic(dyn, name):
+    """results/<name>_dynamic.png: estimated step time per length, bucketed and exact."""
+    def draw(plt):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        lengths = dyn["lengths"]
+        ax.plot(lengths, [t * 1e6 for t in dyn["pow2"]["step_estimate_s"]], "o-",
+                drawstyle="steps-pre", label="charged as its bucket (pow2)")
+        ax.plot(lengths, [t * 1e6 for t in dyn["None"]["step_estimate_s"]], "s--",
+                label="priced at its own length")
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel("estimated TPU time per step (us)")
+        ax.set_title(f"dynamic=True: {dyn['case']}", fontsize=8)
+        ax.legend(fontsize=8)
+        return fig
+    common.plot(name + "_dynamic", draw)
+
+
+def print_dynamic(dyn):
+    b, x = dyn["pow2"], dyn["None"]
+    print(f"dynamic=True, a training step of {dyn['case']} over {len(dyn['lengths'])} sequence "
+          f"lengths {dyn['lengths']}: {b['dynamo_compilations']} Dynamo compilations "
+          f"({b['dynamo_graphs']} graphs to the backend; recompiled: {b['recompile_reasons']}), "
+          f"{b['programs']} host programs; {b['buckets']} buckets (powers of two: the programs a "
+          f"TPU would compile; {b['bucket_programs']} captured only to price a bucket; "
+          f"unpriced: {b['buckets_unpriced'] or 'none'}); max |diff| vs CPU "
+          f"{b['max_abs_diff_vs_cpu']:.2e}")
+    print("  estimated step time per length, charged as its bucket / priced at its own length:")
+    for n, a, e, r in zip(dyn["lengths"], b["step_estimate_s"], x["step_estimate_s"],
+                          dyn["padding_ratio"]):
+        print(f"    L={n:3d}: {a * 1e6:8.1f} us / {e * 1e6:8.1f} us = {r:.2f}x")
 
 
 def main():
@@ -261,10 +319,23 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="a,b,c,d,example")
+    parser.add_argument("--dynamic-only", action="store_true",
+                        help="only the dynamic-shapes part (buckets), kept in the JSON of the "
+                             "last full run")
     parser.add_argument("--compile-time-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.compile_time_child:
         return compile_time_child(args.quick)
+    if args.dynamic_only:
+        dyn = dynamic_lengths(DYNAMIC_LENGTHS, args.quick)
+        print_dynamic(dyn)
+        path = common.RESULTS / ("compile" + ("_quick" if args.quick else "") + ".json")
+        last = json.loads(path.read_text()) if path.exists() else {}
+        last.pop("benchmark", None)
+        last.pop("machine", None)
+        common.write_json(path.stem, {**last, "dynamic": dyn})
+        plot_dynamic(dyn, path.stem)
+        return
     n = 1024 if args.quick else 4096
     makers = {
         "a_elementwise_chain": chain_case(n),
@@ -330,11 +401,8 @@ def main():
         for kind, t in compile_s.items():
             print(f"  {kind}: {t['compile_s']:.2f} s = Dynamo's tracing {t['dynamo_s']:.2f} + "
                   f"backend {t['backend_s']:.2f} + programs' first calls {t['first_calls_s']:.2f}")
-    dyn = dynamic_lengths([8, 12, 16, 24, 32, 40, 48, 64])
-    print(f"dynamic=True over {len(dyn['lengths'])} sequence lengths: "
-          f"{dyn['dynamo_compilations']} Dynamo compilations ({dyn['dynamo_graphs']} graphs to the "
-          f"backend), {dyn['programs']} programs (one per length), max |diff| vs CPU "
-          f"{dyn['max_abs_diff_vs_cpu']:.2e}; recompiled: {dyn['recompile_reasons']}")
+    dyn = dynamic_lengths(DYNAMIC_LENGTHS, args.quick)
+    print_dynamic(dyn)
     name = "compile" + ("_quick" if args.quick else "")
     common.write_json(name, {"rows": rows, "compile_time_d": compile_s, "dynamic": dyn,
                              "repeats": args.repeats})
@@ -359,6 +427,7 @@ def main():
             ax.legend(fontsize=8)
         return fig
     common.plot(name, draw)
+    plot_dynamic(dyn, name)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,11 @@ class CompileOptions:
         program (to tell a program's result from eager's when looking for a bug); default True.
       ``"max_programs"``: programs kept per graph, one per input shape (default 16); a graph
         called with more shapes runs op by op, counted.
+      ``"buckets"``: how a graph with dynamic sizes is priced (docs/compiled-mode.md, "Buckets"):
+        ``"pow2"`` (default): each symbolic size rounded up to a power of two, an int N: up to a
+        multiple of N, None: each size priced as itself (a TPU program per size). Every call is
+        charged the estimate of the graph at its bucket's sizes, as a TPU would run it padded;
+        the host still computes at the call's own sizes.
     mode: ``"default"``, ``"reduce-overhead"``, ``"max-autotune"`` and
       ``"max-autotune-no-cudagraphs"`` give the same programs: a program already replays as one
       launch with no per-op host work (what CUDA graphs give "reduce-overhead"), and its plan has
@@ -46,7 +51,7 @@ class CompileOptions:
 
     MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
     KNOWN = {"matmul_precision": (None, "highest", "high", "medium"), "replay": (True, False),
-             "max_programs": int}
+             "max_programs": int, "buckets": (None, "pow2", int)}
 
     def __init__(self, mode=None, options=None):
         if mode is not None and mode not in self.MODES:
@@ -61,18 +66,31 @@ class CompileOptions:
                     f"torch.compile(backend='tpu'): unexpected option {key!r}; the options are "
                     f"{', '.join(self.KNOWN)} (Inductor's options do not apply: "
                     "docs/compiled-mode.md)")
-            ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 0
-                  if allowed is int else value in allowed)
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if allowed is int:
+                ok = whole and value >= 0
+            else:
+                ok = (whole and value >= 1) if int in allowed and whole else value in allowed
             if not ok:
-                wanted = "an int >= 0" if allowed is int else " or ".join(map(repr, allowed))
+                wanted = ("an int >= 0" if allowed is int else
+                          " or ".join("an int >= 1" if a is int else repr(a) for a in allowed))
                 raise RuntimeError(
                     f"torch.compile(backend='tpu'): option {key!r} must be {wanted}, not {value!r}")
         self.matmul_precision = options.get("matmul_precision")
         self.replay = options.get("replay", True)
         self.max_programs = options.get("max_programs", 16)
+        self.buckets = options.get("buckets", "pow2")
 
     def key(self) -> tuple:
-        return (self.matmul_precision, self.replay, self.max_programs)
+        return (self.matmul_precision, self.replay, self.max_programs, self.buckets)
+
+    def bucket(self, n: int) -> int:
+        """The size a TPU program for size ``n`` of a dynamic dimension is compiled at."""
+        if self.buckets is None or n <= 0:
+            return n
+        if self.buckets == "pow2":
+            return 1 << (n - 1).bit_length()
+        return -(-n // self.buckets) * self.buckets
 
 
 _DEFAULT_OPTIONS = CompileOptions()
@@ -101,6 +119,10 @@ class _GraphProgram:
         self.name = name
         self.options = options or _DEFAULT_OPTIONS
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
+        # Buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"): the inputs' symbolic
+        # sizes (None: the graph has none), and per bucket its program (None: not priced).
+        self.symbolic = _symbolic_inputs(gm)
+        self.buckets = {}
         self.failures = 0
         self.lines_known = False
         self.random_op = random = _random_op(gm) if random_op is ... else random_op  # (saved)
@@ -148,8 +170,22 @@ class _GraphProgram:
             or _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
             or not self.options.replay
             or self.failures >= self._MAX_FAILURES
-            or not _C.program_begin(tensors)  # (last: it starts the capture)
         ):
+            _count("compile.graph_runs_op_by_op")
+            return self._op_by_op(args)
+        bucket = charged_as = None
+        if self.symbolic is not None and self.options.buckets is not None:
+            bucket = self._bucket(args)
+            if bucket is not None and bucket[2] is not None:
+                charged_as, template = bucket[2]
+                if bucket[1]:  # (the call's sizes are the bucket's: its program may take them)
+                    outs = _C.program_run(charged_as, tensors)
+                    if outs is not None:
+                        _count("compile.programs")
+                        self.programs.append((others, charged_as, template))
+                        return _merge(template, outs)
+                    charged_as = None  # (a program of these sizes is captured, the bucket's)
+        if not _C.program_begin(tensors):
             _count("compile.graph_runs_op_by_op")
             return self._op_by_op(args)
         try:
@@ -158,7 +194,8 @@ class _GraphProgram:
             _C.program_abort()
             raise
         flat = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        program, results, failure = _C.program_end(tensors, flat, self.name)
+        program, results, failure = _C.program_end(tensors, flat, self.name,
+                                                   charged_as=charged_as)
         if program is None:
             self.failures += 1
             _count_failure(failure)
@@ -166,10 +203,161 @@ class _GraphProgram:
             return outs
         template = [None if isinstance(o, torch.Tensor) else o for o in flat]
         self.programs.append((others, program, template))
+        if bucket is not None and bucket[1] and charged_as is None:
+            self.buckets[bucket[0]] = (program, template)  # (its program: sizes of the bucket)
         return _merge(template, results)
+
+    def _bucket(self, args):
+        """The bucket that holds this call's sizes (docs/compiled-mode.md, "Buckets"): (its
+        key, whether the call's sizes are the bucket's, (its program, its non-tensor outputs) or
+        None). A bucket first met at other sizes is priced then; one first met at its own sizes
+        gets the program captured at this call (_call)."""
+        sizes = _bind_symbols(self.symbolic, args)
+        if sizes is None:
+            return None
+        at = {sym: self.options.bucket(n) for sym, n in sizes.items()}
+        key = tuple(sorted((str(sym), n) for sym, n in at.items()))
+        exact = at == sizes
+        if key not in self.buckets:
+            _count("compile.buckets")
+            self.buckets[key] = None if exact else self._price(args, at)
+        return key, exact, self.buckets[key]
+
+    def _price(self, args, at):
+        """Captures the graph at the bucket's sizes `at` (inputs padded with zeros around the
+        call's values, written inputs copied), charging nothing and leaving the generators as
+        they were: (program, non-tensor outputs), or None (the reason counted:
+        compiled()["buckets_unpriced"])."""
+        _C.begin_uncharged()
+        rng = torch.tpu.get_rng_state_all()  # (its random ops draw nothing the user's will)
+        try:
+            try:
+                padded = [_at_sizes(a, spec, at, i in self.symbolic.written)
+                          for i, (a, spec) in enumerate(zip(args, self.symbolic.inputs))]
+            except _Unpriced as e:
+                _count(f"compile.buckets_unpriced.{e}")
+                return None
+            tensors = [a if isinstance(a, torch.Tensor) else None for a in padded]
+            if not _C.program_begin(tensors):
+                _count("compile.buckets_unpriced.a capture in progress")
+                return None
+            try:
+                outs = self.gm(*padded)
+            except Exception as e:  # (an error the call's own sizes do not raise)
+                _C.program_abort()
+                _count(f"compile.buckets_unpriced.{type(e).__name__} at the bucket's sizes")
+                return None
+            except BaseException:
+                _C.program_abort()
+                raise
+            flat = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            program, _, failure = _C.program_end(tensors, flat, self.name, bucket=True)
+            template = [None if isinstance(o, torch.Tensor) else o for o in flat]
+            del padded, tensors, outs, flat  # (their memory is the pricing's)
+        finally:
+            torch.tpu.set_rng_state_all(rng)
+            _C.end_uncharged()
+        if program is None:
+            _count(f"compile.buckets_unpriced.{failure}")
+            return None
+        return program, template
 
     def stats(self) -> list:
         return [_C.program_stats(p) for _, p, _ in self.programs]
+
+
+class _Unpriced(Exception):
+    """A bucket's inputs cannot be made (the reason is counted)."""
+
+
+class _Symbolic:
+    """The symbolic sizes of a graph's inputs: per input a SymInt, a fake tensor with symbolic
+    sizes, or None (a static input); `written`: the inputs the graph writes."""
+
+    def __init__(self, inputs, written):
+        self.inputs = inputs
+        self.written = written
+
+
+def _symbolic_inputs(gm):
+    """_Symbolic of the graph's inputs (their fake values), or None when no size is symbolic."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    inputs, any_symbolic = [], False
+    for v in (n.meta.get("val") for n in placeholders):
+        if isinstance(v, torch.SymInt):
+            inputs.append(v)
+            any_symbolic = True
+        elif isinstance(v, torch.Tensor) and any(
+                isinstance(d, torch.SymInt) for d in (*v.shape, *v.stride(), v.storage_offset())):
+            inputs.append(v)
+            any_symbolic = True
+        else:
+            inputs.append(None)
+    if not any_symbolic:
+        return None
+    index = {n: i for i, n in enumerate(placeholders)}
+    written = set()
+    for node in gm.graph.nodes:
+        schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+        if schema is None:
+            continue
+        for i, arg in enumerate(schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            while isinstance(value, torch.fx.Node) and value.op == "call_function" and value.args:
+                value = value.args[0]  # (a view of an input: the input is written)
+            if value in index:
+                written.add(index[value])
+    return _Symbolic(inputs, written)
+
+
+def _bind_symbols(symbolic, args):
+    """{symbol: this call's value} from the inputs whose sizes are bare symbols; None when a
+    symbol of some input's sizes stays unbound."""
+    sizes, needed = {}, set()
+    for spec, a in zip(symbolic.inputs, args):
+        if spec is None:
+            continue
+        pairs = ([(spec, a)] if isinstance(spec, torch.SymInt) else
+                 list(zip(spec.shape, a.shape)))
+        for d, n in pairs:
+            if isinstance(d, torch.SymInt):
+                expr = d.node.expr
+                needed |= expr.free_symbols
+                if expr.is_Symbol:
+                    sizes[expr] = int(n)
+    if not needed <= sizes.keys():
+        _count("compile.buckets_unpriced.a size no input gives")
+        return None
+    return sizes
+
+
+def _size_at(d, at) -> int:
+    if not isinstance(d, torch.SymInt):
+        return int(d)
+    value = d.node.expr.xreplace(at)
+    if not (isinstance(value, int) or value.is_Integer):
+        raise _Unpriced(f"size {d.node.expr} at the bucket")
+    return int(value)
+
+
+def _at_sizes(a, spec, at, written):
+    """Input `a` at the bucket's sizes: an int evaluated there, a tensor of the bucket's sizes
+    holding zeros around `a`'s values; a static input as it is (a copy where the graph writes
+    it, so pricing changes nothing the user holds)."""
+    if spec is None:
+        return a.clone() if written and isinstance(a, torch.Tensor) else a
+    if isinstance(spec, torch.SymInt):
+        return _size_at(spec, at)
+    sizes = [_size_at(d, at) for d in spec.shape]
+    strides = [_size_at(d, at) for d in spec.stride()]
+    if any(n < m for n, m in zip(sizes, a.shape)):
+        raise _Unpriced("a size that shrinks at the bucket")
+    out = torch.empty_strided(sizes, strides, dtype=a.dtype, device=a.device)
+    out.zero_()
+    out[tuple(slice(0, m) for m in a.shape)].copy_(a)
+    return out
 
 
 def _user_lines(gm) -> dict:

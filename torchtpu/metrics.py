@@ -147,6 +147,14 @@ def compiled() -> dict:
         "runs_over_max_programs": c.get("compile.graph_runs_op_by_op.max_programs", 0),
         "program_failures": {k[len("compile.program_failure."):]: v for k, v in c.items()
                              if k.startswith("compile.program_failure.")},
+        # buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"): the programs a TPU would
+        # compile, the captures made only to price a bucket, the estimated device time charged
+        # for padding, and the buckets that could not be priced by reason
+        "buckets": c.get("compile.buckets", 0),
+        "bucket_programs": c.get("compile.bucket_programs", 0),
+        "padding_s": c.get("compile.padding_ns", 0) * 1e-9,
+        "buckets_unpriced": {k[len("compile.buckets_unpriced."):]: v for k, v in c.items()
+                             if k.startswith("compile.buckets_unpriced.")},
         # the compilation cache on disk (TORCHTPU_CACHE_DIR): Dynamo graphs whose ATen graphs
         # were loaded (hits), compiled (misses) and saved, and those it could not key (bypasses)
         "cache": {
@@ -280,11 +288,22 @@ def report(limit: int | None = 20) -> str:
             )
             for reason, n in sorted(cache["bypasses"].items(), key=lambda kv: -kv[1])[:limit]:
                 lines.append(f"  not cached x{n}: {reason}")
+        if comp["buckets"]:
+            lines.append(
+                f"  buckets of dynamic sizes: {comp['buckets']} ({comp['bucket_programs']} priced "
+                f"by a capture at the bucket's sizes), padding charged "
+                f"{comp['padding_s'] * 1e6:.2f} us (estimated)"
+            )
+            unpriced = sorted(comp["buckets_unpriced"].items(), key=lambda kv: -kv[1])
+            for reason, n in unpriced[:limit]:
+                lines.append(f"  bucket not priced x{n}: {reason}")
         for p in programs()[:limit]:
+            bucket = (f" (charged as its bucket; {p['own_seconds'] * 1e6:.2f} us at its sizes)"
+                      if p["charged_as"] else "")
             lines.append(
                 f"  program {p['name']}: {p['ops']} ops in {p['regions']} regions "
                 f"({p['fused_regions']} fused), {p['runs']} runs, "
-                f"{p['estimated_seconds'] * 1e6:.2f} us per run (estimated, one launch)"
+                f"{p['estimated_seconds'] * 1e6:.2f} us per run (estimated, one launch){bucket}"
             )
         for reason, n in sorted(comp["graph_breaks"].items(), key=lambda kv: -kv[1])[:limit]:
             lines.append(f"  graph break x{n}: {reason}")

@@ -269,8 +269,9 @@ bool begin_program(const std::vector<at::Tensor>& inputs) {
 }
 
 CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
-                            const std::vector<at::Tensor>& outputs, const std::string& name) {
-  defer::Captured c = defer::end_program(inputs, outputs, name);
+                            const std::vector<at::Tensor>& outputs, const std::string& name,
+                            bool bucket, const Program& charged_as) {
+  defer::Captured c = defer::end_program(inputs, outputs, name, bucket, charged_as.get());
   return CapturedProgram{std::move(c.program), std::move(c.outputs), std::move(c.failure)};
 }
 
@@ -284,7 +285,21 @@ std::optional<std::vector<at::Tensor>> run_program(const Program& program,
 ProgramStats program_stats(const Program& program) {
   defer::ProgramInfo i = defer::program_info(*program);
   return ProgramStats{i.name, i.ops, i.regions, i.fused_regions, i.ops_eliminated, i.runs,
-                      i.estimated_seconds, i.vmem_kept_bytes, i.vmem_peak_bytes, i.ir};
+                      i.estimated_seconds, i.own_seconds, i.charged_as, i.vmem_kept_bytes,
+                      i.vmem_peak_bytes, i.ir};
+}
+
+namespace {
+thread_local std::vector<std::unique_ptr<sim::RecordCollector>> t_uncharged;
+}  // namespace
+
+void begin_uncharged() { t_uncharged.push_back(std::make_unique<sim::RecordCollector>()); }
+
+double end_uncharged() {
+  TORCH_CHECK(!t_uncharged.empty(), "end_uncharged() without begin_uncharged()");
+  const double seconds = t_uncharged.back()->total.seconds();
+  t_uncharged.pop_back();
+  return seconds;
 }
 
 }  // namespace torchtpu::api

@@ -70,20 +70,28 @@ struct CapturedProgram {
   std::vector<at::Tensor> outputs;  // the program's outputs
   std::string failure;
 };
+// `bucket`, `charged_as`: buckets of dynamic sizes (defer/Program.h).
 CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
-                            const std::vector<at::Tensor>& outputs, const std::string& name);
+                            const std::vector<at::Tensor>& outputs, const std::string& name,
+                            bool bucket = false, const Program& charged_as = nullptr);
 void abort_program();
 std::optional<std::vector<at::Tensor>> run_program(const Program& program,
                                                    const std::vector<at::Tensor>& inputs);
 struct ProgramStats {
   std::string name;
   int64_t ops = 0, regions = 0, fused_regions = 0, ops_eliminated = 0, runs = 0;
-  double estimated_seconds = 0;
+  double estimated_seconds = 0, own_seconds = 0;
+  std::string charged_as;
   double vmem_kept_bytes = 0;
   int64_t vmem_peak_bytes = 0;
   std::string ir;
 };
 ProgramStats program_stats(const Program& program);
+// Launches made on this thread between begin_uncharged() and end_uncharged() (nested in pairs)
+// are not charged to the cost model's ledger; end_uncharged() returns their estimated seconds.
+// (A bucket of dynamic sizes is priced this way: docs/compiled-mode.md, "Buckets".)
+void begin_uncharged();
+double end_uncharged();
 
 // float32 matmul precision on the MXU, by torch's names ("highest", "high", "medium").
 void set_precision_override(const std::optional<std::string>& name);

@@ -1270,7 +1270,8 @@ std::optional<std::pair<std::vector<Node>, uint64_t>> take_capture(State& s,
 }  // namespace
 
 Captured end_program(const std::vector<at::Tensor>& inputs,
-                     const std::vector<at::Tensor>& outputs, const std::string& name) {
+                     const std::vector<at::Tensor>& outputs, const std::string& name,
+                     bool bucket, const Program* charged_as) {
   State& s = state();
   {
     auto lock = runtime::lock_without_gil(s.mutex);
@@ -1279,7 +1280,8 @@ Captured end_program(const std::vector<at::Tensor>& inputs,
   std::string failure;
   auto captured = take_capture(s, failure);
   if (!captured) return Captured{nullptr, {}, failure};
-  return lower_program(std::move(captured->first), captured->second, inputs, outputs, name);
+  return lower_program(std::move(captured->first), captured->second, inputs, outputs, name,
+                       bucket, charged_as);
 }
 
 void abort_program() {

@@ -149,7 +149,8 @@ at::Tensor device_view(const c10::Storage& storage, const Operand& o);
 // Lowering.cpp: the program of a captured graph (Program.h), run once on `inputs`.
 Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                        const std::vector<at::Tensor>& inputs,
-                       const std::vector<at::Tensor>& outputs, const std::string& name);
+                       const std::vector<at::Tensor>& outputs, const std::string& name,
+                       bool bucket, const Program* charged_as);
 
 // Counts a materialization: its reason's label (with the op, for reasons that name one) and the
 // Python location (Capture.cpp).

@@ -230,7 +230,7 @@ void clear_cache() {
 
 struct Program {
   std::string name;
-  std::mutex mutex;                 // one run at a time (its nodes are bound while it runs)
+  mutable std::mutex mutex;         // one run at a time (its nodes are bound while it runs)
   std::vector<Node> nodes;          // the captured ops; operands are slots, bound at each run
   Keys keys;                        // keys.pending: the fresh values of the run in progress
   std::shared_ptr<Plan> plan;
@@ -259,7 +259,10 @@ struct Program {
   // captures another program (Dynamo's guards do not see it).
   sim::Precision precision = sim::Precision::kHighest;
   int64_t runs = 0;
-  double estimated_seconds = 0;
+  double estimated_seconds = 0;  // charged per run (the bucket's, when charged as its bucket)
+  sim::Estimate estimate;        // the last run's own estimate, as one launch
+  std::optional<sim::Estimate> charge;  // charge_as(): its bucket's estimate
+  std::string charged_as;
   // Intermediates kept in VMEM (vmem_intermediates): HBM bytes a run does not move, and the
   // most VMEM they hold at once.
   double vmem_kept_bytes = 0;
@@ -373,9 +376,16 @@ void unbind(Program& p) {
 
 }  // namespace
 
+namespace {
+std::optional<std::vector<at::Tensor>> run_program(Program& p,
+                                                   const std::vector<at::Tensor>& inputs,
+                                                   bool counted);
+}  // namespace
+
 Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                        const std::vector<at::Tensor>& inputs,
-                       const std::vector<at::Tensor>& outputs, const std::string& name) {
+                       const std::vector<at::Tensor>& outputs, const std::string& name,
+                       bool bucket, const Program* charged_as) {
   const NoPythonDispatch no_python;
   auto prog = std::make_shared<Program>();
   Program& p = *prog;
@@ -479,15 +489,32 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
       nodes, p.keys, *p.plan, p.alive, sim::cost_model().chip().vmem_bytes);
   p.nodes = std::move(nodes);
   unbind(p);
-  TORCHTPU_COUNT("compile.programs");
-  TORCHTPU_COUNT("compile.program_ops", static_cast<int64_t>(p.nodes.size()));
-  auto outs = run_program(p, inputs);
+  if (charged_as != nullptr) {
+    std::lock_guard<std::mutex> lock(charged_as->mutex);
+    p.charge = charged_as->estimate;
+    p.charged_as = charged_as->name;
+  }
+  if (bucket) {
+    TORCHTPU_COUNT("compile.bucket_programs");
+  } else {
+    TORCHTPU_COUNT("compile.programs");
+    TORCHTPU_COUNT("compile.program_ops", static_cast<int64_t>(p.nodes.size()));
+  }
+  auto outs = run_program(p, inputs, /*counted=*/!bucket);
   TORCH_INTERNAL_ASSERT(outs.has_value(), "a compiled program does not take its own inputs");
   return Captured{std::move(prog), std::move(*outs), {}};
 }
 
 std::optional<std::vector<at::Tensor>> run_program(Program& p,
                                                    const std::vector<at::Tensor>& inputs) {
+  return run_program(p, inputs, /*counted=*/true);
+}
+
+namespace {
+// `counted`: a run of the user's (a bucket program's first run, which prices the bucket, is not).
+std::optional<std::vector<at::Tensor>> run_program(Program& p,
+                                                   const std::vector<at::Tensor>& inputs,
+                                                   bool counted) {
   const NoPythonDispatch no_python;
   if (!inputs_match(p, inputs) || sim::current_precision() != p.precision ||
       (!p.nodes.empty() && runtime::current_stream(p.device.index()).id() != p.stream)) {
@@ -548,12 +575,19 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
     sim::Work w = e.work;
     w.hbm_bytes = std::max(0.0, w.hbm_bytes - p.vmem_kept_bytes);
     w.launches = 1;
-    e = sim::cost_model().price(w);
-    p.estimated_seconds = e.seconds();
-    sim::record("compiled::" + p.name, e);
+    p.estimate = sim::cost_model().price(w);
+    const sim::Estimate& charged = p.charge ? *p.charge : p.estimate;
+    p.estimated_seconds = charged.seconds();
+    if (p.charge) {
+      TORCHTPU_COUNT("compile.padding_ns",
+                     static_cast<int64_t>((charged.seconds() - p.estimate.seconds()) * 1e9));
+    }
+    sim::record("compiled::" + p.name, charged);
   }
-  ++p.runs;
-  TORCHTPU_COUNT("compile.program_runs");
+  if (counted) {
+    ++p.runs;
+    TORCHTPU_COUNT("compile.program_runs");
+  }
   std::vector<at::Tensor> outs(p.outputs.size());
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     const Program::Output& o = p.outputs[i];
@@ -572,6 +606,7 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
   }
   return outs;
 }
+}  // namespace
 
 ProgramInfo program_info(const Program& p) {
   ProgramInfo info;
@@ -582,6 +617,8 @@ ProgramInfo program_info(const Program& p) {
   for (char l : p.plan->live) info.ops_eliminated += !l;
   info.runs = p.runs;
   info.estimated_seconds = p.estimated_seconds;
+  info.own_seconds = p.estimate.seconds();
+  info.charged_as = p.charged_as;
   info.vmem_kept_bytes = p.vmem_kept_bytes;
   info.vmem_peak_bytes = p.vmem_peak_bytes;
   info.ir = p.plan->ir;

@@ -40,8 +40,16 @@ struct Captured {
 // Ends the capture started on this thread. `inputs` and `outputs`: the graph's, undefined where
 // they are not tensors. On success the program has run once on `inputs` and its outputs replace
 // the recorded ones; on failure the recorded ops run as fused eager runs them.
+// Buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"):
+//  - `bucket`: the program is captured only to price a bucket (counted as a bucket program, its
+//    first run not counted as a run);
+//  - `charged_as`: every run of the program, the first too, is charged the estimate of the last
+//    run of that program (the same graph captured at the sizes of the bucket that holds this
+//    one's, as a TPU would compile it) instead of its own; the difference is counted as padding
+//    (compile.padding_ns).
 Captured end_program(const std::vector<at::Tensor>& inputs,
-                     const std::vector<at::Tensor>& outputs, const std::string& name);
+                     const std::vector<at::Tensor>& outputs, const std::string& name,
+                     bool bucket = false, const Program* charged_as = nullptr);
 // Ends the capture after an error inside the graph: what was recorded runs as in fused eager.
 void abort_program();
 
@@ -55,7 +63,9 @@ std::optional<std::vector<at::Tensor>> run_program(Program& program,
 struct ProgramInfo {
   std::string name;
   int64_t ops = 0, regions = 0, fused_regions = 0, ops_eliminated = 0, runs = 0;
-  double estimated_seconds = 0;  // one run, as one launch
+  double estimated_seconds = 0;  // one run, as one launch: what is charged
+  double own_seconds = 0;        // one run at its own sizes (estimated_seconds unless bucketed)
+  std::string charged_as;        // the program of its bucket, when charged as that
   double vmem_kept_bytes = 0;     // HBM bytes one run does not move: intermediates in VMEM
   int64_t vmem_peak_bytes = 0;    // the most VMEM those intermediates hold at once
   std::string ir;

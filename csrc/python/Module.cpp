@@ -346,18 +346,25 @@ PYBIND11_MODULE(_C, m) {
   py::class_<ProgramRef>(m, "Program");
   m.def("program_begin",
         [](const py::sequence& inputs) { return api::begin_program(tensors_of(inputs)); });
-  m.def("program_end", [](const py::sequence& inputs, const py::sequence& outputs,
-                          const std::string& name) {
-    const std::vector<at::Tensor> in = tensors_of(inputs), out = tensors_of(outputs);
-    api::CapturedProgram c;
-    {
-      py::gil_scoped_release nogil;
-      c = api::end_program(in, out, name);
-    }
-    py::object program = py::none();
-    if (c.program) program = py::cast(ProgramRef{std::move(c.program)});
-    return py::make_tuple(program, list_of(c.outputs), c.failure);
-  });
+  m.def(
+      "program_end",
+      [](const py::sequence& inputs, const py::sequence& outputs, const std::string& name,
+         bool bucket, const std::optional<ProgramRef>& charged_as) {
+        const std::vector<at::Tensor> in = tensors_of(inputs), out = tensors_of(outputs);
+        const api::Program charge = charged_as ? charged_as->program : nullptr;
+        api::CapturedProgram c;
+        {
+          py::gil_scoped_release nogil;
+          c = api::end_program(in, out, name, bucket, charge);
+        }
+        py::object program = py::none();
+        if (c.program) program = py::cast(ProgramRef{std::move(c.program)});
+        return py::make_tuple(program, list_of(c.outputs), c.failure);
+      },
+      py::arg("inputs"), py::arg("outputs"), py::arg("name"), py::arg("bucket") = false,
+      py::arg("charged_as") = py::none());
+  m.def("begin_uncharged", [] { api::begin_uncharged(); });
+  m.def("end_uncharged", [] { return api::end_uncharged(); });
   m.def("add_fx_lines", [](const std::map<std::string, std::string>& lines) {
     std::lock_guard<std::mutex> lock(g_fx_lines_mutex);
     for (const auto& [fx, user] : lines) g_fx_lines[fx] = user;
@@ -386,6 +393,8 @@ PYBIND11_MODULE(_C, m) {
     d["ops_eliminated"] = st.ops_eliminated;
     d["runs"] = st.runs;
     d["estimated_seconds"] = st.estimated_seconds;
+    d["own_seconds"] = st.own_seconds;
+    d["charged_as"] = st.charged_as;
     d["vmem_kept_bytes"] = st.vmem_kept_bytes;
     d["vmem_peak_bytes"] = st.vmem_peak_bytes;
     d["ir"] = st.ir;

@@ -11,6 +11,7 @@ match the CPU's.
     python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
     python test/python/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
     python test/python/defer_fuzz.py --compiled --programs 200     # torch.compile(backend="tpu")
+    python test/python/defer_fuzz.py --compiled --dynamic --programs 200   # ... dynamic=True
 
 With --threads N, N threads each run programs against CPU references computed first, each thread
 switching the (process's) eager mode to its own before each program, so that modes change under
@@ -325,10 +326,14 @@ def compare_results(what, reference, result, strides) -> str | None:
 COMPILED_EXCLUDED_KINDS = ("host_random", "error", "save", "deepcopy")
 
 
-def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12) -> str | None:
+def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
+                   dynamic: bool = False) -> str | None:
     """Compiles program `seed` with torch.compile(backend="tpu") and calls it twice, on two sets
     of input values (the capture of its programs, then their replay), in each mode; every value
-    and host read must match the CPU's for the same inputs."""
+    and host read must match the CPU's for the same inputs. `dynamic`: compiled with
+    dynamic=True, so every size is symbolic and each graph is first priced at its bucket's sizes
+    (docs/compiled-mode.md, "Buckets": a capture on padded copies of the inputs), which must
+    change nothing the program computes or writes."""
     inputs, steps = gen_program(seed, length)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     value_seeds = (seed, seed + 100_000)
@@ -344,7 +349,7 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12) -> st
         torch._dynamo.reset()  # (one code object for every program: fresh caches)
         body = torch.compile(
             lambda *pool: run_steps(steps, list(pool), "tpu", None, contiguous_random=True),
-            backend="tpu")
+            backend="tpu", dynamic=dynamic or None)
         for vs, reference in zip(value_seeds, references):
             with torchtpu.eager_mode(mode):
                 try:
@@ -397,6 +402,9 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--length", type=int, default=12)
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="with --compiled: dynamic=True (each graph priced at its bucket's "
+                             "sizes first)")
     parser.add_argument("--compiled", action="store_true",
                         help="compile each program with torch.compile(backend='tpu') and call it "
                              "twice (capture, replay) in strict and fused eager")
@@ -416,8 +424,8 @@ def main():
                   f"{len(failures)} failures, {time.time() - start:.0f} s", flush=True)
     else:
         for seed in range(args.seed, args.seed + args.programs):
-            err = (check_compiled(seed, length=args.length) if args.compiled else
-                   check(seed, length=args.length, show=args.show))
+            err = (check_compiled(seed, length=args.length, dynamic=args.dynamic)
+                   if args.compiled else check(seed, length=args.length, show=args.show))
             if err:
                 print("FAIL", err, flush=True)
                 failures.append(seed)
@@ -433,6 +441,9 @@ def main():
               f"{c['runs_op_by_op']} graph calls op by op, "
               f"{sum(c['graph_breaks'].values())} graph breaks; not programs: "
               f"{c['program_failures']}")
+        if args.dynamic:
+            print(f"buckets: {c['buckets']} ({c['bucket_programs']} priced by a capture at the "
+                  f"bucket's sizes); unpriced: {c['buckets_unpriced']}")
     sys.exit(1 if failures else 0)
 
 

@@ -105,6 +105,10 @@ def test_an_unknown_mode_or_option_raises_and_names_what_is_known():
     torch._dynamo.reset()
     with pytest.raises(RuntimeError, match="'matmul_precision' must be"):
         torch.compile(lambda t: t + 1, backend="tpu", options={"matmul_precision": "low"})(x)
+    for bad in ("pow3", 0, True):
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match="'buckets' must be None or 'pow2' or an int >= 1"):
+            torch.compile(lambda t: t + 1, backend="tpu", options={"buckets": bad})(x)
 
 
 def test_the_matmul_precision_option_holds_in_the_forward_and_the_backward():
@@ -136,6 +140,107 @@ def test_replay_false_runs_the_graphs_op_by_op():
         torch.testing.assert_close(f(x.to("tpu")).cpu(), model(x), rtol=1e-4, atol=1e-4)
     c = compiled()
     assert c["programs"] == 0 and c["runs_op_by_op"] == 2, c  # (the forward, twice)
+
+
+def _wide_mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+
+
+def _bucketed_calls(lengths, options=None):
+    """The wide MLP compiled with dynamic=True (parameters keep static sizes: only the rows
+    vary) and called without gradients at each of `lengths`, checked against the CPU."""
+    model = _wide_mlp()
+    f = torch.compile(copy.deepcopy(model).to("tpu"), backend="tpu", dynamic=True,
+                      options=options)
+    with torch.no_grad():
+        for n in lengths:
+            x = torch.randn(n, 256)
+            torch.testing.assert_close(f(x.to("tpu")).cpu(), model(x), rtol=1e-4, atol=1e-4)
+    torchtpu.sync()
+    programs = torchtpu.metrics.programs()  # (those of earlier tests' graphs may be alive)
+    return [p for p in programs if p["name"] == programs[-1]["name"]]
+
+
+def test_a_call_in_a_bucket_is_charged_the_estimate_of_the_graph_at_the_bucket_sizes():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    # 200 rows: bucket 256, priced by a capture at 256 rows (charged nothing); the call at 256
+    # takes that program; 100 rows: bucket 128, priced the same way.
+    programs = _bucketed_calls([200, 256, 100, 200])
+    c = compiled()
+    assert c["buckets"] == 2 and c["bucket_programs"] == 2, c
+    assert c["programs"] == 3 and c["program_runs"] == 4, c  # (200, 256, 100; 200 replayed)
+    assert c["buckets_unpriced"] == {}, c
+    by_rows = sorted(programs, key=lambda p: p["own_seconds"])
+    p100, p200, p256 = by_rows  # (more rows, more estimated time)
+    assert p200["charged_as"] and p200["estimated_seconds"] == p256["own_seconds"]
+    assert p200["own_seconds"] < p200["estimated_seconds"]
+    assert p256["charged_as"] == "" and p256["estimated_seconds"] == p256["own_seconds"]
+    assert p100["charged_as"] and p100["estimated_seconds"] >= p100["own_seconds"]
+    # Every run is charged as its bucket (one launch each), the pricing captures are not.
+    charged = torchtpu.metrics.op_times()
+    name = "compiled::" + p100["name"]
+    assert set(charged) == {name}, charged
+    expected = (2 * p200["estimated_seconds"] + p256["estimated_seconds"]
+                + p100["estimated_seconds"])
+    assert charged[name] == pytest.approx(expected, rel=1e-9)
+    assert torchtpu.metrics.estimate()["launches"] == 4
+    padding = 2 * (p200["estimated_seconds"] - p200["own_seconds"]) + (
+        p100["estimated_seconds"] - p100["own_seconds"])
+    assert c["padding_s"] == pytest.approx(padding, abs=4e-9)  # (counted in whole ns per run)
+
+
+@pytest.mark.parametrize("buckets,expected", [(None, 0), (64, 2)])
+def test_the_buckets_option_sets_the_sizes_a_call_is_priced_at(buckets, expected):
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    # None: each call priced at its own rows; 64: 100 -> 128 and 130 -> 192.
+    programs = _bucketed_calls([100, 130], {"buckets": buckets})
+    c = compiled()
+    assert c["buckets"] == expected and c["bucket_programs"] == expected, c
+    for p in programs:  # (whether the bucket's estimate is higher depends on tile padding)
+        assert bool(p["charged_as"]) == (buckets is not None), p
+        assert p["estimated_seconds"] >= p["own_seconds"], p
+
+
+def test_pricing_a_bucket_leaves_the_inputs_the_graph_writes_as_the_cpu_leaves_them():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+
+    def step(x, total):
+        total.add_(x.sum(0))  # (a static input the graph writes: pricing must copy it)
+        return x * 2
+
+    f = torch.compile(step, backend="tpu", dynamic=True)
+    cpu_total, tpu_total = torch.zeros(8), torch.zeros(8).to("tpu")
+    for n in (3, 5, 6, 9):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(f(x.to("tpu"), tpu_total).cpu(), x * 2)
+        step(x, cpu_total)
+        torch.testing.assert_close(tpu_total.cpu(), cpu_total)
+    c = compiled()
+    assert c["bucket_programs"] >= 2 and c["buckets_unpriced"] == {}, c
+
+
+def test_a_training_step_is_bucketed_forward_and_backward():
+    if torchtpu.get_eager_mode() == "debug":
+        pytest.skip("debug eager runs compiled graphs op by op")
+    cpu_model = _wide_mlp()
+    tpu_model = copy.deepcopy(cpu_model).to("tpu")
+    f = torch.compile(tpu_model, backend="tpu", dynamic=True)
+    for n in (40, 48, 64, 40):
+        x = torch.randn(n, 256)
+        f(x.to("tpu")).pow(2).mean().backward()
+        cpu_model(x).pow(2).mean().backward()
+    for a, b in zip(cpu_model.parameters(), tpu_model.parameters()):
+        torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-4, atol=1e-5)
+    c = compiled()
+    # One bucket (64 rows) per graph: the forward and the backward, each priced at 40 rows.
+    assert c["graphs"]["forward"] == 1 and c["graphs"]["backward"] == 1, c
+    assert c["buckets"] == 2 and c["bucket_programs"] == 2, c
+    assert all(p["charged_as"] for p in torchtpu.metrics.programs()
+               if p["own_seconds"] < p["estimated_seconds"])
 
 
 def test_max_programs_bounds_the_programs_of_a_dynamic_graph_and_counts_the_rest():
@@ -379,8 +484,8 @@ def test_the_differential_fuzzer_compiled_gives_the_cpu_values_at_capture_and_re
     """defer_fuzz.py --compiled on fixed seeds: random programs of element-wise ops, reductions,
     matmuls, views, in-place updates of inputs and of their views, casts and host reads (graph
     breaks), compiled and called twice on different input values, in strict and fused eager."""
-    if torchtpu.get_eager_mode() == "debug":
-        pytest.skip("debug eager runs compiled graphs op by op (the eager fuzzer covers it)")
+    if torchtpu.get_eager_mode() != "strict":
+        pytest.skip("check_compiled runs each program in strict and in fused eager itself")
     import defer_fuzz
 
     seeds = list(range(24)) + COMPILED_FUZZ_REGRESSIONS
@@ -388,6 +493,22 @@ def test_the_differential_fuzzer_compiled_gives_the_cpu_values_at_capture_and_re
     assert not failures, failures
     c = compiled()
     assert c["programs"] >= 24 and c["program_runs"] >= 2 * c["programs"] - 8, c
+
+
+def test_the_differential_fuzzer_compiled_with_dynamic_sizes_is_not_changed_by_bucket_pricing():
+    """defer_fuzz.py --compiled --dynamic: the same programs compiled with dynamic=True, so
+    each graph is first priced by a capture at its bucket's sizes; values, host reads, written
+    inputs and random draws stay the CPU's (seeds 6, 17, 20, 21 drew different dropout masks
+    before pricing restored the generators)."""
+    if torchtpu.get_eager_mode() != "strict":
+        pytest.skip("check_compiled runs each program in strict and in fused eager itself")
+    import defer_fuzz
+
+    seeds = list(range(8)) + [17, 20, 21]
+    failures = [err for seed in seeds if (err := defer_fuzz.check_compiled(seed, dynamic=True))]
+    assert not failures, failures
+    c = compiled()
+    assert c["bucket_programs"] >= 3 and c["buckets"] >= c["bucket_programs"], c
 
 
 # Seeds of defer_fuzz.py --compiled that failed once: 14, 20 and 76 drew a dropout mask recorded
