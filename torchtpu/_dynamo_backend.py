@@ -163,8 +163,21 @@ class _GraphProgram:
                 force(self.gm)
             _C.add_fx_lines(_user_lines(self.gm))
         full = self.options.replay and len(self.programs) >= self.options.max_programs
+        bucketed = self.symbolic is not None and self.options.buckets is not None
         if full:
             _count("compile.graph_runs_op_by_op.max_programs")
+            bucket = self._bucket(args) if bucketed else None
+            if bucket is not None and bucket[2] is not None:
+                # Run op by op on the host, charged as its bucket's program (the program a TPU
+                # would run), not op by op.
+                _count("compile.graph_runs_op_by_op")
+                _C.begin_uncharged()
+                try:
+                    outs = self._op_by_op(args)
+                finally:
+                    _C.end_uncharged()
+                _C.program_charge(bucket[2][0])
+                return outs
         if (
             full
             or _C.get_eager_mode() == "debug"  # (op by op, synchronous: errors at their op)
@@ -174,7 +187,7 @@ class _GraphProgram:
             _count("compile.graph_runs_op_by_op")
             return self._op_by_op(args)
         bucket = charged_as = None
-        if self.symbolic is not None and self.options.buckets is not None:
+        if bucketed:
             bucket = self._bucket(args)
             if bucket is not None and bucket[2] is not None:
                 charged_as, template = bucket[2]

@@ -145,6 +145,8 @@ def compiled() -> dict:
         "runs_op_by_op": c.get("compile.graph_runs_op_by_op", 0),
         # of those, calls of a graph that had its options' max_programs shapes already
         "runs_over_max_programs": c.get("compile.graph_runs_op_by_op.max_programs", 0),
+        # of those, calls charged as their bucket's program (docs/compiled-mode.md, "Buckets")
+        "runs_charged_as_bucket": c.get("compile.runs_charged_as_bucket", 0),
         "program_failures": {k[len("compile.program_failure."):]: v for k, v in c.items()
                              if k.startswith("compile.program_failure.")},
         # buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"): the programs a TPU would

@@ -289,6 +289,8 @@ ProgramStats program_stats(const Program& program) {
                       i.vmem_peak_bytes, i.ir};
 }
 
+void charge_program(const Program& program) { defer::charge_run(*program); }
+
 namespace {
 thread_local std::vector<std::unique_ptr<sim::RecordCollector>> t_uncharged;
 }  // namespace
@@ -297,6 +299,7 @@ void begin_uncharged() { t_uncharged.push_back(std::make_unique<sim::RecordColle
 
 double end_uncharged() {
   TORCH_CHECK(!t_uncharged.empty(), "end_uncharged() without begin_uncharged()");
+  defer::flush(runtime::FlushReason::compiled_graph);  // (fused eager's recorded ops too)
   const double seconds = t_uncharged.back()->total.seconds();
   t_uncharged.pop_back();
   return seconds;

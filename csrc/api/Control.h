@@ -90,8 +90,12 @@ ProgramStats program_stats(const Program& program);
 // Launches made on this thread between begin_uncharged() and end_uncharged() (nested in pairs)
 // are not charged to the cost model's ledger; end_uncharged() returns their estimated seconds.
 // (A bucket of dynamic sizes is priced this way: docs/compiled-mode.md, "Buckets".)
+// (Fused eager's recorded ops are flushed first, so they are not charged either.)
 void begin_uncharged();
 double end_uncharged();
+// Charges one run of `program` (its last estimate, as one launch) without running it: a call of
+// its bucket run op by op, uncharged (docs/compiled-mode.md, "Buckets").
+void charge_program(const Program& program);
 
 // float32 matmul precision on the MXU, by torch's names ("highest", "high", "medium").
 void set_precision_override(const std::optional<std::string>& name);

@@ -608,6 +608,16 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
 }
 }  // namespace
 
+void charge_run(const Program& p) {
+  sim::Estimate e;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    e = p.charge ? *p.charge : p.estimate;
+  }
+  sim::record("compiled::" + p.name, e);
+  TORCHTPU_COUNT("compile.runs_charged_as_bucket");
+}
+
 ProgramInfo program_info(const Program& p) {
   ProgramInfo info;
   info.name = p.name;

@@ -59,6 +59,10 @@ void abort_program();
 std::optional<std::vector<at::Tensor>> run_program(Program& program,
                                                    const std::vector<at::Tensor>& inputs);
 
+// Charges one run of `program` as its last run was charged, without running it (a call of its
+// bucket that ran op by op, uncharged); counted as compile.runs_charged_as_bucket.
+void charge_run(const Program& program);
+
 // ops, regions, fused ops, estimated device time of one run, ...
 struct ProgramInfo {
   std::string name;

@@ -364,7 +364,11 @@ PYBIND11_MODULE(_C, m) {
       py::arg("inputs"), py::arg("outputs"), py::arg("name"), py::arg("bucket") = false,
       py::arg("charged_as") = py::none());
   m.def("begin_uncharged", [] { api::begin_uncharged(); });
-  m.def("end_uncharged", [] { return api::end_uncharged(); });
+  m.def("end_uncharged", [] {
+    py::gil_scoped_release nogil;
+    return api::end_uncharged();
+  });
+  m.def("program_charge", [](const ProgramRef& p) { api::charge_program(p.program); });
   m.def("add_fx_lines", [](const std::map<std::string, std::string>& lines) {
     std::lock_guard<std::mutex> lock(g_fx_lines_mutex);
     for (const auto& [fx, user] : lines) g_fx_lines[fx] = user;

@@ -254,6 +254,13 @@ def test_max_programs_bounds_the_programs_of_a_dynamic_graph_and_counts_the_rest
     c = compiled()
     assert c["dynamo_graphs"] == 1 and c["programs"] == 2, c
     assert c["runs_over_max_programs"] == 3 and c["runs_op_by_op"] == 3, c
+    # Those three (5, 6 and 7 columns: bucket 8) are charged as the bucket's program, one launch
+    # each, not op by op.
+    assert c["runs_charged_as_bucket"] == 3, c
+    torchtpu.sync()
+    charged = torchtpu.metrics.op_times()
+    assert all(k.startswith("compiled::") for k in charged), charged
+    assert torchtpu.metrics.estimate()["launches"] == 5
 
 
 def test_graph_breaks_and_recompilations_are_counted_with_their_reasons():
