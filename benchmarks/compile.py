@@ -254,18 +254,21 @@ def dynamic_lengths(lengths, quick=False):
         cpu_model = example.CharTransformer(vocab, d, layers, heads, context)
         model = copy.deepcopy(cpu_model).to("tpu")
         step = torch.compile(model, backend="tpu", dynamic=True, options={"buckets": policy})
-        worst, step_s = 0.0, []
+        worst, step_s, host_s = 0.0, [], [[], []]
         for rep in range(2):  # (the second pass: every length replays its programs)
             for n in lengths:
-                x = torch.randint(vocab, (b, n), generator=torch.Generator().manual_seed(n))
+                x_cpu = torch.randint(vocab, (b, n), generator=torch.Generator().manual_seed(n))
+                x = x_cpu.to("tpu")
                 torchtpu.sync()
                 start = torchtpu.metrics.estimate()["device_time_s"]
-                y = step(x.to("tpu"))
+                t0 = time.perf_counter()
+                y = step(x)
                 y.pow(2).mean().backward()
                 torchtpu.sync()
+                host_s[rep].append(time.perf_counter() - t0)
                 if rep == 1:
                     step_s.append(torchtpu.metrics.estimate()["device_time_s"] - start)
-                    diff = (y.detach().cpu() - cpu_model(x).detach()).abs().max().item()
+                    diff = (y.detach().cpu() - cpu_model(x_cpu).detach()).abs().max().item()
                     worst = max(worst, diff)
                 model.zero_grad(set_to_none=True)
         c = torchtpu.metrics.compiled()
@@ -275,6 +278,9 @@ def dynamic_lengths(lengths, quick=False):
             "recompile_reasons": c["recompilations"], "programs": c["programs"],
             "buckets": c["buckets"], "bucket_programs": c["bucket_programs"],
             "buckets_unpriced": c["buckets_unpriced"], "step_estimate_s": step_s,
+            # host time of each length's first step (Dynamo's compilation where there is one,
+            # the capture of its programs, a bucket's pricing) and of its replay
+            "first_step_host_s": host_s[0], "replay_step_host_s": host_s[1],
             "max_abs_diff_vs_cpu": worst}
     pow2, exact = out["pow2"], out["None"]
     out["padding_ratio"] = [a / b for a, b in
@@ -308,10 +314,14 @@ def print_dynamic(dyn):
           f"TPU would compile; {b['bucket_programs']} captured only to price a bucket; "
           f"unpriced: {b['buckets_unpriced'] or 'none'}); max |diff| vs CPU "
           f"{b['max_abs_diff_vs_cpu']:.2e}")
-    print("  estimated step time per length, charged as its bucket / priced at its own length:")
-    for n, a, e, r in zip(dyn["lengths"], b["step_estimate_s"], x["step_estimate_s"],
-                          dyn["padding_ratio"]):
-        print(f"    L={n:3d}: {a * 1e6:8.1f} us / {e * 1e6:8.1f} us = {r:.2f}x")
+    print("  per length: estimated step time charged as its bucket / priced at its own length; "
+          "host time of the first step (capture, pricing) and of a replay, buckets None / pow2:")
+    for i, (n, a, e, r) in enumerate(zip(dyn["lengths"], b["step_estimate_s"],
+                                         x["step_estimate_s"], dyn["padding_ratio"])):
+        print(f"    L={n:3d}: {a * 1e6:8.1f} us / {e * 1e6:8.1f} us = {r:.2f}x;  host first "
+              f"{x['first_step_host_s'][i] * 1e3:6.0f} / {b['first_step_host_s'][i] * 1e3:6.0f} ms,"
+              f" replay {x['replay_step_host_s'][i] * 1e3:6.0f} / "
+              f"{b['replay_step_host_s'][i] * 1e3:6.0f} ms")
 
 
 def main():
