@@ -13,11 +13,13 @@ side by side in one process, interleaved:
 
 For each: host time per iteration (measured, median of interleaved repeats) and, for the tpu
 columns, the estimated TPU time (cost model). Also the compile time of case (d) in fresh
-processes (without the disk cache, cold and warm with TORCHTPU_CACHE_DIR), and the number of Dynamo compilations and programs for eight sequence lengths of the
-example's model with dynamic=True.
+processes (without the disk cache, cold and warm with TORCHTPU_CACHE_DIR), and for eight
+sequence lengths of a training step with dynamic=True: Dynamo compilations, programs, buckets
+and the padding they charge (docs/compiled-mode.md, "Buckets of dynamic sizes").
 
-    python benchmarks/compile.py            # about 10 minutes on 2 cores
-    python benchmarks/compile.py --quick    # small sizes, a smoke run
+    python benchmarks/compile.py                  # about 10 minutes on 2 cores
+    python benchmarks/compile.py --quick          # small sizes, a smoke run
+    python benchmarks/compile.py --dynamic-only   # the dynamic shapes part alone (1 minute)
 """
 from __future__ import annotations
 
@@ -156,16 +158,18 @@ def example_case():
 
 
 def estimate_of(fn):
-    """Estimated TPU seconds of one call (after a warm call), the counters of that call, and the
-    host seconds its matrix products took on the MXU executor (the simulated MXU numerics)."""
+    """Estimated TPU seconds of one call (after a warm call), the counters of that call, the
+    host seconds its matrix products took on the MXU executor (the simulated MXU numerics), and
+    the estimated MXU seconds of the call (no schedule of the same matmuls goes below them)."""
     fn()
     common.sync()
     torchtpu.metrics.reset()
     result = fn()  # kept until after the sync: fused eager skips work nobody can see
     common.sync()
     del result
-    return (torchtpu.metrics.estimate()["device_time_s"], torchtpu.metrics.compiled(),
-            eager_modes.mxu_host_seconds())
+    e = torchtpu.metrics.estimate()
+    return (e["device_time_s"], torchtpu.metrics.compiled(), eager_modes.mxu_host_seconds(),
+            e["mxu_time_s"])
 
 
 def cold_compile_seconds(make):
@@ -369,10 +373,11 @@ def main():
         for c in TPU_COLUMNS:
             if c == "fused":
                 with torchtpu.eager_mode("fused"):
-                    est, comp, mxu_s = estimate_of(fns[c])
+                    est, comp, mxu_s, mxu_est = estimate_of(fns[c])
             else:
-                est, comp, mxu_s = estimate_of(fns[c])
+                est, comp, mxu_s, mxu_est = estimate_of(fns[c])
             row[c]["estimated_tpu_s"] = est
+            row[c]["estimated_mxu_s"] = mxu_est
             # The host GEMMs of the simulated MXU (bf16 passes with TPU rounding) bound the host
             # time from below: no way of running the graph removes them.
             row[c]["mxu_host_s"] = mxu_s
@@ -383,6 +388,8 @@ def main():
         comp_s, strict_s = row["compiled"], row["strict"]
         row["ratios"] = {
             "estimated_compiled_over_strict": comp_s["estimated_tpu_s"] / strict_s["estimated_tpu_s"],
+            # the floor of that ratio: the step's MXU time alone, over strict eager's estimate
+            "estimated_mxu_over_strict": comp_s["estimated_mxu_s"] / strict_s["estimated_tpu_s"],
             "host_compiled_over_strict": comp_s["host_s"] / strict_s["host_s"],
             "host_cpu_over_compiled": row["cpu"]["host_s"] / comp_s["host_s"],
             "host_inductor_over_compiled": row["inductor"]["host_s"] / comp_s["host_s"],
@@ -394,7 +401,8 @@ def main():
         print("  host ms: " + "  ".join(f"{c} {row[c]['host_s'] * 1e3:.2f}" for c in COLUMNS))
         print("  est. TPU ms: " + "  ".join(f"{c} {row[c]['estimated_tpu_s'] * 1e3:.3f}"
                                            for c in TPU_COLUMNS))
-        print(f"  compiled/strict est. {r['estimated_compiled_over_strict']:.2f}x, host "
+        print(f"  compiled/strict est. {r['estimated_compiled_over_strict']:.2f}x (its MXU time "
+              f"alone: {r['estimated_mxu_over_strict']:.2f}x), host "
               f"{r['host_compiled_over_strict']:.2f}x; compiled is {r['host_cpu_over_compiled']:.2f}x "
               f"as fast as PyTorch CPU eager, {r['host_inductor_over_compiled']:.2f}x as fast as "
               f"CPU Inductor; program runs per step {comp_s['program_runs']}, graph calls op by op "

@@ -7,7 +7,9 @@ transformers, ControlNets, adapters, priors ...), in its own subprocess with a t
      axes rescaled to the new head size), checked against a parameter cap on the meta device;
   2. inputs from the forward's signature by parameter name (`input_recipes`: latents of rank 3, 4
      or 5, timesteps, text embeddings at the width the config names, masks, position ids ...):
-     the first set the CPU model accepts is the one compared;
+     the first set the CPU model accepts is the one compared; classes the generic rules cannot
+     build or feed have a recipe (test/models/diffusers_recipes/: configuration fields and
+     inputs as a checkpoint and a pipeline would give them);
   3. on the CPU once: forward, backward of the mean square of the output, one AdamW step; then on
      "tpu" in each mode asked for (strict, fused, compiled), the same stages compared with the CPU
      (test/models/zoo.py's run_on_tpu: the same tolerances and float64 rule as the transformers zoo).
@@ -32,6 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zoo  # noqa: E402  the transformers zoo: run_on_tpu, first_tensor, the report's helpers
+from diffusers_recipes import recipes as _recipes  # noqa: E402  per-class recipes
+
+RECIPES = _recipes()
 
 ROOT = zoo.ROOT
 PARAM_CAP = 20_000_000
@@ -330,7 +335,11 @@ def cpu_reference(class_name: str) -> tuple[dict, dict | None]:
     try:
         cls = getattr(diffusers, class_name)
         inner = getattr(diffusers, WRAPPED[class_name]) if class_name in WRAPPED else None
+        recipe = RECIPES.get(class_name)
         cfg = tiny_config(inner or cls)
+        if recipe is not None:
+            result["recipe"] = recipe.why
+            cfg.update(recipe.config)
         stage = "build"
 
         def make():
@@ -350,6 +359,10 @@ def cpu_reference(class_name: str) -> tuple[dict, dict | None]:
         stage = "forward"
         errors = []
         recipes = input_recipes(model.nets[0] if inner is not None else model, cfg)
+        if recipe is not None and recipe.inputs is not None:
+            g = torch.Generator().manual_seed(0)
+            recipes.insert(0, recipe.inputs(model, cfg,
+                                            lambda *shape: torch.randn(*shape, generator=g)))
         if inner is not None:  # one conditioning input and scale per wrapped model
             recipes = [{k: [v, v] if k in LISTED else v for k, v in r.items()} for r in recipes]
             recipes = [{**r, "conditioning_scale": [1.0, 0.5]} for r in recipes]
