@@ -64,7 +64,9 @@ class TpuOutputCode(OutputCode):
         self._kind = kind
         self._serialized = None
         self._graph = _new_graph(gm, kind, options=_options)
-        self._random_op = self._graph.random_op  # (the saved graph keeps no values in its nodes)
+        # (the saved graph keeps no values in its nodes: what the program needs of them is kept)
+        self._random_op = self._graph.random_op
+        self._symbolic = self._graph.symbolic  # (sympy expressions: buckets of dynamic sizes)
         self._boxed_call = True  # (AOTAutograd calls it with a list of inputs)
 
     def __call__(self, inputs):
@@ -91,7 +93,7 @@ class TpuOutputCode(OutputCode):
         gm = GraphPickler.loads(self._serialized, detect_fake_mode(example_inputs) or FakeTensorMode())
         gm.recompile()
         self._gm = gm
-        self._graph = _new_graph(gm, self._kind, self._random_op, _options)
+        self._graph = _new_graph(gm, self._kind, self._random_op, _options, self._symbolic)
 
     def set_triton_bundle(self, triton_bundle) -> None:
         pass
@@ -101,10 +103,10 @@ def _kept_metadata(key: str) -> bool:
     return key == "stack_trace"
 
 
-def _new_graph(gm, kind, random_op=..., options=None):
+def _new_graph(gm, kind, random_op=..., options=None, symbolic=...):
     from ._dynamo_backend import _new_graph as new_graph
 
-    return new_graph(gm, kind, random_op, options)
+    return new_graph(gm, kind, random_op, options, symbolic)
 
 
 def _cacheable_aot():

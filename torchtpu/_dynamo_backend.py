@@ -114,14 +114,14 @@ class _GraphProgram:
     # A graph whose capture failed this often runs op by op from then on.
     _MAX_FAILURES = 2
 
-    def __init__(self, gm, name: str, random_op=..., options=None):
+    def __init__(self, gm, name: str, random_op=..., options=None, symbolic=...):
         self.gm = gm
         self.name = name
         self.options = options or _DEFAULT_OPTIONS
         self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
         # Buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"): the inputs' symbolic
         # sizes (None: the graph has none), and per bucket its program (None: not priced).
-        self.symbolic = _symbolic_inputs(gm)
+        self.symbolic = _symbolic_inputs(gm) if symbolic is ... else symbolic  # (saved)
         self.buckets = {}
         self.failures = 0
         self.lines_known = False
@@ -284,12 +284,17 @@ class _Unpriced(Exception):
 
 
 class _Symbolic:
-    """The symbolic sizes of a graph's inputs: per input a SymInt, a fake tensor with symbolic
-    sizes, or None (a static input); `written`: the inputs the graph writes."""
+    """The symbolic sizes of a graph's inputs, as sympy expressions (or ints), so that the disk
+    cache keeps them with the graph: per input None (a static input), ("int", expr) or
+    ("tensor", sizes, strides); `written`: the inputs the graph writes."""
 
     def __init__(self, inputs, written):
         self.inputs = inputs
         self.written = written
+
+
+def _expr(d):
+    return d.node.expr if isinstance(d, torch.SymInt) else int(d)
 
 
 def _symbolic_inputs(gm):
@@ -298,11 +303,11 @@ def _symbolic_inputs(gm):
     inputs, any_symbolic = [], False
     for v in (n.meta.get("val") for n in placeholders):
         if isinstance(v, torch.SymInt):
-            inputs.append(v)
+            inputs.append(("int", _expr(v)))
             any_symbolic = True
         elif isinstance(v, torch.Tensor) and any(
-                isinstance(d, torch.SymInt) for d in (*v.shape, *v.stride(), v.storage_offset())):
-            inputs.append(v)
+                isinstance(d, torch.SymInt) for d in (*v.shape, *v.stride())):
+            inputs.append(("tensor", [_expr(d) for d in v.shape], [_expr(d) for d in v.stride()]))
             any_symbolic = True
         else:
             inputs.append(None)
@@ -332,26 +337,25 @@ def _bind_symbols(symbolic, args):
     for spec, a in zip(symbolic.inputs, args):
         if spec is None:
             continue
-        pairs = ([(spec, a)] if isinstance(spec, torch.SymInt) else
-                 list(zip(spec.shape, a.shape)))
-        for d, n in pairs:
-            if isinstance(d, torch.SymInt):
-                expr = d.node.expr
-                needed |= expr.free_symbols
-                if expr.is_Symbol:
-                    sizes[expr] = int(n)
+        pairs = [(spec[1], a)] if spec[0] == "int" else list(zip(spec[1], a.shape))
+        for expr, n in pairs:
+            if isinstance(expr, int):
+                continue
+            needed |= expr.free_symbols
+            if expr.is_Symbol:
+                sizes[expr] = int(n)
     if not needed <= sizes.keys():
         _count("compile.buckets_unpriced.a size no input gives")
         return None
     return sizes
 
 
-def _size_at(d, at) -> int:
-    if not isinstance(d, torch.SymInt):
-        return int(d)
-    value = d.node.expr.xreplace(at)
+def _size_at(expr, at) -> int:
+    if isinstance(expr, int):
+        return expr
+    value = expr.xreplace(at)
     if not (isinstance(value, int) or value.is_Integer):
-        raise _Unpriced(f"size {d.node.expr} at the bucket")
+        raise _Unpriced(f"size {expr} at the bucket")
     return int(value)
 
 
@@ -361,10 +365,10 @@ def _at_sizes(a, spec, at, written):
     it, so pricing changes nothing the user holds)."""
     if spec is None:
         return a.clone() if written and isinstance(a, torch.Tensor) else a
-    if isinstance(spec, torch.SymInt):
-        return _size_at(spec, at)
-    sizes = [_size_at(d, at) for d in spec.shape]
-    strides = [_size_at(d, at) for d in spec.stride()]
+    if spec[0] == "int":
+        return _size_at(spec[1], at)
+    sizes = [_size_at(d, at) for d in spec[1]]
+    strides = [_size_at(d, at) for d in spec[2]]
     if any(n < m for n, m in zip(sizes, a.shape)):
         raise _Unpriced("a size that shrinks at the bucket")
     out = torch.empty_strided(sizes, strides, dtype=a.dtype, device=a.device)
@@ -418,14 +422,14 @@ _programs = []  # every _GraphProgram compiled (weakly: they die with their grap
 _graphs_compiled = 0  # (names them)
 
 
-def _new_graph(gm, kind: str, random_op=..., options=None) -> _GraphProgram:
+def _new_graph(gm, kind: str, random_op=..., options=None, symbolic=...) -> _GraphProgram:
     """A program for one ATen graph, counted and kept (weakly) for programs()."""
     import weakref
 
     global _graphs_compiled
     _count(f"compile.graphs_{kind}")
     _count("compile.graph_ops", sum(1 for node in gm.graph.nodes if node.op == "call_function"))
-    graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op, options)
+    graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op, options, symbolic)
     _graphs_compiled += 1
     _programs[:] = [ref for ref in _programs if ref() is not None]  # (drop the dead)
     _programs.append(weakref.ref(graph))

@@ -1,6 +1,7 @@
-"""A process of test_compile.py's cache tests: compiles a training step and an inference graph
-with backend "tpu" (TORCHTPU_CACHE_DIR set by the test), runs them and prints, as one JSON line,
-the losses, outputs and torchtpu.metrics.compiled()."""
+"""A process of test_compile.py's cache tests: compiles a training step, an inference graph, a
+graph with a CPU random op and one with dynamic sizes with backend "tpu" (TORCHTPU_CACHE_DIR set
+by the test), runs them and prints, as one JSON line, the losses, outputs and
+torchtpu.metrics.compiled()."""
 import json
 import sys
 
@@ -27,8 +28,16 @@ noisy = torch.compile(lambda t: t + torch.rand(8).to(t.device), backend="tpu")  
 with torch.no_grad():
     out = step(x.to("tpu")).cpu()
     draws = [noisy(torch.zeros(8, device="tpu")).cpu() for _ in range(2)]
+# dynamic sizes: the graph loaded from the disk keeps its symbolic sizes, so its calls are
+# charged per bucket as when it was compiled (docs/compiled-mode.md, "Buckets of dynamic sizes")
+wide = nn.Linear(256, 256).to("tpu")
+dynamic = torch.compile(wide, backend="tpu", dynamic=True)
+with torch.no_grad():
+    for rows in (200, 300):
+        dynamic(torch.randn(rows, 256, device="tpu"))
 c = torchtpu.metrics.compiled()
-print(json.dumps({"losses": losses, "out": out.tolist(), "draws_differ": not torch.equal(*draws),
+print(json.dumps({"buckets": c["buckets"], "bucket_programs": c["bucket_programs"],
+                  "padding_s": c["padding_s"],"losses": losses, "out": out.tolist(), "draws_differ": not torch.equal(*draws),
                   "cache": c["cache"], "programs": c["programs"],
                   "program_runs": c["program_runs"], "failures": c["program_failures"],
                   "report": torchtpu.metrics.report()}))
