@@ -232,8 +232,12 @@ class _GraphProgram:
         key = tuple(sorted((str(sym), n) for sym, n in at.items()))
         exact = at == sizes
         if key not in self.buckets:
+            try:
+                self.buckets[key] = None if exact else self._price(args, at)
+            except _Busy:  # (priced at a later call)
+                _count("compile.buckets_unpriced.a capture in progress")
+                return None
             _count("compile.buckets")
-            self.buckets[key] = None if exact else self._price(args, at)
         return key, exact, self.buckets[key]
 
     def _price(self, args, at):
@@ -252,8 +256,7 @@ class _GraphProgram:
                 return None
             tensors = [a if isinstance(a, torch.Tensor) else None for a in padded]
             if not _C.program_begin(tensors):
-                _count("compile.buckets_unpriced.a capture in progress")
-                return None
+                raise _Busy
             try:
                 outs = self.gm(*padded)
             except Exception as e:  # (an error the call's own sizes do not raise)
@@ -281,6 +284,10 @@ class _GraphProgram:
 
 class _Unpriced(Exception):
     """A bucket's inputs cannot be made (the reason is counted)."""
+
+
+class _Busy(Exception):
+    """A bucket cannot be priced now: another capture is in progress (of another thread)."""
 
 
 class _Symbolic:
