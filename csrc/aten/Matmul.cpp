@@ -547,6 +547,17 @@ sim::Estimate attention_estimate(const at::Tensor& q, const at::Tensor& k, const
   return e;
 }
 
+// The mask as PyTorch's CPU flash kernel takes it: 2-D or 4-D. A mask of another rank
+// broadcasts against the (batch, heads, query, key) scores from the right, as
+// scaled_dot_product_attention broadcasts it: leading dimensions of one are added (a 3-D mask's
+// first dimension is the heads').
+at::Tensor host_attention_mask(const at::Tensor& mask) {
+  at::Tensor h = host_alias(mask);
+  if (h.dim() == 2 || h.dim() == 4) return h;
+  while (h.dim() < 4) h = h.unsqueeze(0);
+  return h;
+}
+
 bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const std::optional<at::Tensor>& mask, double dropout_p) {
   const auto dtype = q.scalar_type();
@@ -556,7 +567,8 @@ bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Te
          k.size(1) == v.size(1) &&
          q.size(0) == k.size(0) && k.size(0) == v.size(0) && q.size(-1) == k.size(-1) &&
          k.size(-2) == v.size(-2) && dropout_p == 0.0 && !q.is_nested() &&
-         !(mask.has_value() && mask->defined() && mask->requires_grad());
+         !(mask.has_value() && mask->defined() &&
+           (mask->requires_grad() || mask->dim() > 4));
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -652,7 +664,7 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   wait_for_device(q.device());
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
-  if (mask.defined()) h_mask = host_alias(mask);
+  if (mask.defined()) h_mask = host_attention_mask(mask);
   const int64_t group = q.size(1) / k.size(1);  // grouped-query attention: query heads per KV head
   const int64_t head = std::max(q.size(-1), v.size(-1));
   auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
@@ -689,7 +701,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   wait_for_device(q.device());
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
-  if (attn_bias.defined()) h_mask = host_alias(attn_bias);
+  if (attn_bias.defined()) h_mask = host_attention_mask(attn_bias);
   const int64_t group = q.size(1) / k.size(1);
   const int64_t head = std::max(q.size(-1), v.size(-1));  // (see head_padded)
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(

@@ -540,6 +540,30 @@ def test_attention_with_a_mask_broadcast_over_the_batch_trains_like_the_cpu(mode
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+@pytest.mark.parametrize("mask_shape", [(2, 4, 4), (1, 4, 4)])
+def test_attention_with_a_mask_of_another_rank_trains_like_the_cpu(mode, mask_shape):
+    """A 3-D mask (heads, query, key) broadcasts against the scores from the right, as on the CPU
+    (diffusers' HunyuanVideo 1.5 VAE passes a 3-D causal mask). The fused kernel raised
+    "Attention mask dim in {2, 4}" (PyTorch's CPU flash kernel takes only those): the mask is
+    now given a leading dimension of one."""
+    torchtpu.set_eager_mode(mode)
+    torch.manual_seed(0)
+    qkv = [torch.randn(1, 2, 4, 8, requires_grad=True) for _ in range(3)]
+    mask = torch.rand(mask_shape) > 0.3
+    mask[..., 0] = True  # (no row without a key: the CPU's math path gives NaN there)
+    run = torch.nn.functional.scaled_dot_product_attention
+    want = run(*qkv, attn_mask=mask)
+    want.pow(2).sum().backward()
+    on_tpu = [t.detach().to("tpu").requires_grad_() for t in qkv]
+    got = run(*on_tpu, attn_mask=mask.to("tpu"))
+    got.pow(2).sum().backward()
+    torchtpu.sync()
+    torch.testing.assert_close(got.cpu(), want.reshape(got.shape), atol=1e-5, rtol=1e-5)
+    for a, b in zip(on_tpu, qkv):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_a_non_empty_out_tensor_of_another_shape_is_resized_at_the_call_like_the_cpu(mode):
     """Strict and fused eager queued the op with the out= tensor as given and reported its shape at
     synchronization; the CPU resizes it with its deprecation warning. Now every mode does what the
