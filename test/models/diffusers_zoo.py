@@ -491,7 +491,7 @@ if __name__ == "__main__":
         memory_guard()
     if a.one:
         for row in run_one(a.one, a.modes.split(",")):
-            print(json.dumps(row))
+            print(json.dumps(row, default=str))  # (an input may be a model's own cache object)
     elif a.probe:
         probe(a.classes.split(",") if a.classes else model_classes())
     elif a.report:

@@ -323,6 +323,10 @@ def first_tensor(out):
     """The main floating-point output: logits, last hidden state, or the first tensor found."""
     import torch
 
+    if isinstance(out, torch.Tensor):  # (a bare tensor: its .values() is the sparse accessor)
+        if out.is_floating_point():
+            return out
+        raise LookupError("no floating-point tensor in the model output")
     for k in ("logits", "last_hidden_state", "audio_values", "reconstruction"):
         value = getattr(out, k, None) if not isinstance(out, (tuple, list, torch.Tensor)) else None
         if isinstance(value, torch.Tensor) and value.is_floating_point():
@@ -331,7 +335,7 @@ def first_tensor(out):
     for v in values:
         if isinstance(v, torch.Tensor) and v.is_floating_point():
             return v
-        if isinstance(v, (tuple, list)) or hasattr(v, "values"):
+        if isinstance(v, (tuple, list)) or (hasattr(v, "values") and not isinstance(v, torch.Tensor)):
             try:
                 return first_tensor(v)
             except LookupError:
