@@ -191,6 +191,7 @@ struct FusedRegion {
   Dims shape;
   std::vector<FusedOp> ops;
   int slots = 0;  // block buffers per thread
+  int64_t block_item = 1;  // the largest element size of a block value (complex128: 16)
   std::vector<at::Tensor> keep;        // device tensors whose memory the region uses
   std::vector<c10::Storage> keep_storages;
   void run() const;
@@ -329,7 +330,7 @@ void FusedRegion::run() const {
     const SerialOpenMP serial_omp;
     std::vector<at::Tensor> buffers(slots);
     for (int i = 0; i < slots; ++i) {
-      buffers[i] = at::empty({max_block * 8}, at::TensorOptions().dtype(at::kByte));
+      buffers[i] = at::empty({max_block * block_item}, at::TensorOptions().dtype(at::kByte));
     }
     std::vector<at::Tensor> values(slots);
     std::vector<loop::Instr> instrs;
@@ -448,6 +449,12 @@ void FusedRegion::run() const {
           f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
           for (size_t r = 0; r < f.results.size(); ++r) {
             const Source& s = f.results[r];
+            TORCH_INTERNAL_ASSERT(
+                s.kind == Source::undefined || s.kind == Source::whole ||
+                    stack[r].toTensor().sizes() == c10::IntArrayRef(bsizes),
+                "fused eager: ", f.name, " in a fused region over ", shape, " gave a block of ",
+                stack[r].toTensor().sizes(), ", not ", c10::IntArrayRef(bsizes),
+                "; please report it");
             if (s.kind == Source::block) {
               values[s.slot] = stack[r].toTensor();
             } else if (s.kind == Source::mapped) {
@@ -619,6 +626,8 @@ class Executor {
       s.slot = plan_.slot[key];
       s.first = seen_blocks_.insert(key).second;
       region->slots = std::max(region->slots, s.slot + 1);
+      region->block_item =
+          std::max<int64_t>(region->block_item, static_cast<int64_t>(c10::elementSize(o.dtype)));
       return s;
     }
     if (key == INT32_MIN) {  // a CPU scalar
@@ -635,6 +644,20 @@ class Executor {
     }
     s.kind = Source::mapped;
     s.host = host_storage_over(dev.storage());
+    // Every element the region's loop reaches lies in the storage (a plan that mapped an operand
+    // wrongly would otherwise write past it: memory corruption far from its cause).
+    int64_t lo = s.g.offset, hi = s.g.offset;
+    for (size_t j = 0; j < shape.size() && j < s.g.smap.size(); ++j) {
+      if (shape[j] == 0) return s;
+      (s.g.smap[j] < 0 ? lo : hi) += (shape[j] - 1) * s.g.smap[j];
+    }
+    const int64_t item = static_cast<int64_t>(c10::elementSize(s.g.dtype));
+    TORCH_INTERNAL_ASSERT(lo >= 0 && (hi + 1) * item <= static_cast<int64_t>(s.host.nbytes()),
+                          "fused eager: an operand of a fused region over ", shape,
+                          " reaches elements [", lo, ", ", hi, "] of a storage of ",
+                          s.host.nbytes(), " bytes (sizes ", c10::IntArrayRef(o.sizes),
+                          ", strides ", c10::IntArrayRef(o.strides), ", offset ", o.offset,
+                          "); please report it");
     return s;
   }
 

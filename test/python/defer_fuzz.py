@@ -54,9 +54,11 @@ SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
 def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True):
-    """`attention`: some matmul steps become scaled-dot-product attention, chosen by a generator
-    of their own so that the rest of the program is the same for a seed with or without them
-    (the regression seeds replay programs found before attention steps existed, without them)."""
+    """`attention`: the steps added since the first regression seeds were found: some matmul
+    steps become scaled-dot-product attention and some cast steps a detour through complex128
+    (16-byte values inside fused regions), each chosen by a generator of its own so that the
+    rest of the program is the same for a seed with or without them (the regression seeds
+    replay programs found before those steps existed, without them)."""
     rng = random.Random(seed)
     inputs = []
     for _ in range(rng.randint(2, 4)):
@@ -80,6 +82,10 @@ def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, atte
         for st in steps:
             if st["kind"] == "matmul" and side.random() < 0.5:
                 st["kind"] = "attention"
+        side = random.Random(seed * 7919 + 2)
+        for st in steps:
+            if st["kind"] == "cast" and side.random() < 0.5:
+                st["kind"] = "complex"
     return inputs, steps
 
 
@@ -209,6 +215,10 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                 x.add_(st["s"])
         elif kind == "cast":
             pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
+        elif kind == "complex":  # through complex128 and back
+            z = torch.complex(x.double(), (x * 0.5).double())
+            z = (z * 2 + 1) * z - 0.5
+            pool.append(z.abs().float() if st["r"] < 0.5 else z.real.float())
         elif kind == "dropout":
             # on views too: the mask is laid out like the input, as on the CPU
             if device == "cpu":  # native_dropout's CPU kernel, with the device generator

@@ -498,3 +498,28 @@ def test_ops_pytorch_tags_pointwise_fuse_and_match_the_cpu(name):
     torch.testing.assert_close(got, run(x), rtol=1e-5, atol=1e-6, equal_nan=True)
     c = counters()
     assert c["defer.ops_fused"] == c["defer.ops_recorded"] >= 4, c
+
+
+def test_complex128_values_kept_in_a_fused_regions_blocks_fit_their_buffers():
+    """A fused region keeps its intermediates in per-thread block buffers sized for 8-byte
+    elements; complex128 values (16 bytes: rotary embeddings computed in float64, diffusers'
+    Lumina2) wrote past them and corrupted the heap (a segmentation fault, or glibc's "double
+    free or corruption", in this very program every time). The buffers are now sized by the
+    largest element of the region's block values. In a subprocess: the failure was a crash."""
+    from conftest import run_python
+    out = run_python(
+        """
+        import torch, torchtpu
+        torchtpu.set_eager_mode("fused")
+        torch.manual_seed(0)
+        for n in (256, 1024):
+            x = torch.randn(n, n, dtype=torch.complex128)
+            w = torch.randn(n, n, dtype=torch.complex128)
+            want = ((x * 2 + 1) * w - x) * (w + 3)
+            xt, wt = x.to("tpu"), w.to("tpu")
+            for _ in range(3):
+                got = ((xt * 2 + 1) * wt - xt) * (wt + 3)
+                torch.testing.assert_close(got.cpu(), want)
+        print("fused regions", torchtpu.metrics.counters()["defer.fused_regions"])
+        """)
+    assert "fused regions 6" in out.stdout, out.stdout
