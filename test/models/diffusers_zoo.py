@@ -356,6 +356,14 @@ def cpu_reference(class_name: str) -> tuple[dict, dict | None]:
         if n == 0:
             return {**result, "status": "harness", "reason": "no parameters (nothing to train)"}, None
         model = make()
+        # The tpu side builds the model again: a class that leaves a parameter uninitialized
+        # (torch.empty, never written) gives another model each time.
+        again = make().state_dict()
+        if any(not torch.equal(v, again[k]) and not (v.is_floating_point() and
+                                                     torch.allclose(v, again[k], equal_nan=True))
+               for k, v in model.state_dict().items()):
+            return {**result, "status": "harness",
+                    "reason": "two builds differ: the class leaves a parameter uninitialized"}, None
         stage = "forward"
         errors = []
         recipes = input_recipes(model.nets[0] if inner is not None else model, cfg)
