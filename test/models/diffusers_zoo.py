@@ -477,8 +477,9 @@ def report(paths: list[str]) -> None:
                         "generate() for causal LMs;",
                         "`python test/models/diffusers_zoo.py --report ...` from `bash scripts/diffusers_sweep.sh` "
                         "(every model class diffusers exports; tiny configurations from each class's defaults, "
-                        "shrunk; inputs from the forward's signature; forward, backward and an AdamW step "
-                        "compared with the CPU;")
+                        "shrunk; inputs from the forward's signature, or a per-class recipe where those rules "
+                        "fall short (test/models/diffusers_recipes/: configuration fields a checkpoint sets, "
+                        "inputs a pipeline passes); forward, backward and an AdamW step compared with the CPU;")
     text = text.replace("| eager mode | model types tried |", "| mode | model classes tried |")
     text = text.replace("| model type |", "| model class |")
     target.write_text(text)
