@@ -500,6 +500,7 @@ def test_ops_pytorch_tags_pointwise_fuse_and_match_the_cpu(name):
     assert c["defer.ops_fused"] == c["defer.ops_recorded"] >= 4, c
 
 
+@pytest.mark.one_tier("it sets fused eager itself, in a process of its own")
 def test_complex128_values_kept_in_a_fused_regions_blocks_fit_their_buffers():
     """A fused region keeps its intermediates in per-thread block buffers sized for 8-byte
     elements; complex128 values (16 bytes: rotary embeddings computed in float64, diffusers'
