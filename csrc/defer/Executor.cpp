@@ -449,12 +449,6 @@ void FusedRegion::run() const {
           f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
           for (size_t r = 0; r < f.results.size(); ++r) {
             const Source& s = f.results[r];
-            TORCH_INTERNAL_ASSERT(
-                s.kind == Source::undefined || s.kind == Source::whole ||
-                    stack[r].toTensor().sizes() == c10::IntArrayRef(bsizes),
-                "fused eager: ", f.name, " in a fused region over ", shape, " gave a block of ",
-                stack[r].toTensor().sizes(), ", not ", c10::IntArrayRef(bsizes),
-                "; please report it");
             if (s.kind == Source::block) {
               values[s.slot] = stack[r].toTensor();
             } else if (s.kind == Source::mapped) {

@@ -261,7 +261,7 @@ struct Program {
   int64_t runs = 0;
   double estimated_seconds = 0;  // charged per run (the bucket's, when charged as its bucket)
   sim::Estimate estimate;        // the last run's own estimate, as one launch
-  std::optional<sim::Estimate> charge;  // charge_as(): its bucket's estimate
+  std::optional<sim::Estimate> charge;  // end_program(charged_as): its bucket's estimate
   std::string charged_as;
   // Intermediates kept in VMEM (vmem_intermediates): HBM bytes a run does not move, and the
   // most VMEM they hold at once.
