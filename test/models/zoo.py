@@ -29,6 +29,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zoo_recipes import apply_config, recipes as _recipes  # noqa: E402  per-type recipes
+
+RECIPES = _recipes()
 PARAM_CAP = 20_000_000
 # float32 models of a few layers: matmuls at "highest" equal fp32 GEMMs up to addition order,
 # and addmm adds the bias after the product (one extra rounding); through a few layers and a
@@ -373,20 +377,29 @@ def cpu_reference(model_type: str, causal: bool, harder: bool = False) -> tuple[
         if harder:
             shrink(cfg, harder=True)
             result["shrink"] = "harder"
+        recipe = RECIPES.get(model_type)
+        if recipe is not None:
+            result["recipe"] = recipe.why
+            apply_config(cfg, recipe)
         auto = transformers.AutoModelForCausalLM if causal else transformers.AutoModel
+        build = (getattr(transformers, recipe.model_class)._from_config
+                 if recipe is not None and recipe.model_class else auto.from_config)
         stage = "build"
         with torch.device("meta"):
-            n = sum(p.numel() for p in auto.from_config(cfg).parameters())
+            n = sum(p.numel() for p in build(cfg).parameters())
         result["parameters"] = n
         if n > PARAM_CAP:
             return {**result, "status": "harness", "reason": f"{n} parameters after shrinking"}, None
         torch.manual_seed(0)
-        model = auto.from_config(cfg).eval()
+        model = build(cfg).eval()
         pristine = copy.deepcopy(model)
         vocab = min(getattr(cfg, "vocab_size", 100) or 100, 100)
         ids = torch.randint(3, vocab, (2, 8))
         stage = "forward"
         candidates = input_candidates(model, cfg, ids)
+        if recipe is not None and recipe.inputs is not None:
+            g = torch.Generator().manual_seed(0)
+            candidates.insert(0, recipe.inputs(model, cfg, ids, lambda *shape: torch.randn(*shape, generator=g)))
         if not candidates:
             return {**result, "status": "harness", "reason": f"main input {model.main_input_name}"}, None
         for i, inputs in enumerate(candidates):
@@ -726,6 +739,9 @@ def report(paths: list[str], target: Path | None = None) -> None:
               ", ".join(r["model_type"] for r in first if r["status"] == "pass"), "",
               f"Built by the second, harder shrink (the first configuration was too large or the "
               f"CPU could not build or run it): {', '.join(harder) or 'none'}.", "",
+              f"Built with a per-type recipe (test/models/zoo_recipes/: configuration fields and "
+              f"inputs as a checkpoint and its processor give them): "
+              f"{', '.join(r['model_type'] for r in first if r.get('recipe') and r['status'] != 'harness') or 'none'}.", "",
               "## generate() not compared (it fails on the CPU too)", "",
               "| model type | reason |", "|---|---|"]
     lines += [f"| {r['model_type']} | {cell(r['generate'])} |" for r in skipped_generate]

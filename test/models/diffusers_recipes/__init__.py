@@ -13,8 +13,6 @@ The recipes live in the part_*.py modules of this package, each a dict RECIPES.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,11 +25,6 @@ class Recipe:
 
 
 def recipes() -> dict[str, Recipe]:
-    found: dict[str, Recipe] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("part_"):
-            part = importlib.import_module(f"{__name__}.{info.name}")
-            for name, recipe in part.RECIPES.items():
-                assert name not in found, f"two recipes for {name}"
-                found[name] = recipe
-    return found
+    from recipe_book import gather
+
+    return gather(__name__, __path__)
