@@ -29,7 +29,6 @@ echo "== ModuleInfo and half of the OpInfo shard (shard 0 of 16) again compiled:
 echo "== the same sweeps in fused eager"
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py test_errors.py)
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
-echo "== transformers model zoo, CI tier (5 architectures: strict and compiled, then fused; the sweep is scripts/zoo_sweep.sh)"
+echo "== model zoos, CI tier (5 transformers architectures, 2 diffusers models: each built once, then strict, fused and compiled; the sweeps are scripts/zoo_sweep.sh and scripts/diffusers_sweep.sh)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
-TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"

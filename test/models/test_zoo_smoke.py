@@ -2,11 +2,10 @@
 encoder, a mixture-of-experts causal LM, an image encoder, a speech encoder-decoder) through the
 same steps as `python test/models/zoo.py`, and two diffusers models (a conditional UNet, an MMDiT
 transformer) through those of `python test/models/diffusers_zoo.py`, each in
-its own subprocess (in the eager mode of TORCHTPU_EAGER_MODE, and compiled with
-torch.compile(backend="tpu")); and a tiny model saved to a folder and loaded with
+its own subprocess (each model built and run on the CPU once, then on "tpu" in strict and
+fused eager and compiled with torch.compile(backend="tpu")); and a tiny model saved to a folder and loaded with
 `from_pretrained(folder, device_map="tpu")` through accelerate."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,20 +16,34 @@ ZOO = Path(__file__).resolve().parent / "zoo.py"
 DIFFUSERS_ZOO = Path(__file__).resolve().parent / "diffusers_zoo.py"
 
 
-@pytest.mark.parametrize("model_type,causal", [("llama", True), ("bert", False), ("afmoe", True),
-                                               ("vit", False), ("whisper", False)])
-def test_model_matches_cpu(model_type, causal):
-    cmd = [sys.executable, str(ZOO), "--one", model_type] + (["--causal"] if causal else [])
+# (model type, causal LM, its graphs run as programs): the MoE layer of afmoe reads its routing on
+# the host inside the graph (tokens per expert), so its graphs run op by op, counted.
+ARCHITECTURES = [("llama", True, True), ("bert", False, True), ("afmoe", True, False),
+                 ("vit", False, True), ("whisper", False, True)]
+# Every mode in one subprocess per architecture (the CPU reference built once): strict, fused
+# and compiled (torch.compile(model, backend="tpu"): forward, AOTAutograd's backward and a
+# compiled capturable AdamW step), each against the CPU.
+MODES = ("strict", "fused", "compiled")
+
+
+@pytest.mark.parametrize("model_type,causal,programs", ARCHITECTURES)
+def test_model_matches_cpu_in_every_mode(model_type, causal, programs):
+    cmd = [sys.executable, str(ZOO), "--one", model_type, "--modes", ",".join(MODES)] + (
+        ["--causal"] if causal else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert lines, proc.stderr[-2000:]
-    row = json.loads(lines[-1])
-    assert row["status"] == "pass", row
-    assert not row.get("fallbacks"), row  # the whole run is native
+    rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    assert [r["mode"] for r in rows] == list(MODES), proc.stderr[-2000:]
+    for row in rows:
+        assert row["status"] == "pass", row
+        assert not row.get("fallbacks"), row  # the whole run is native
+    c = rows[-1]["compiled"]
+    assert c["dynamo_graphs"] >= 1, rows[-1]
+    if programs:
+        assert c["programs"] >= 3 and c["runs_op_by_op"] == 0, rows[-1]  # forward, backward, step
+    else:
+        assert c["runs_op_by_op"] >= 1 and c["program_failures"], rows[-1]
 
 
-@pytest.mark.skipif(os.environ.get("TORCHTPU_EAGER_MODE", "strict") != "strict",
-                    reason="the harness's recipes, checked once, with the strict pytest run")
 @pytest.mark.parametrize("model_type", ["qwen2_5_vl_vision", "luke"])
 def test_harness_recipes_build_and_match_cpu(model_type):
     """A vision tower fed its patches and their grid (Qwen-VL style), and a model built only
@@ -45,34 +58,6 @@ def test_harness_recipes_build_and_match_cpu(model_type):
     assert ("grid_thw" in row["inputs"]) if model_type == "qwen2_5_vl_vision" else row["shrink"] == "harder"
 
 
-# (model type, causal LM, its graphs run as programs): the MoE layer of afmoe reads its routing on
-# the host inside the graph (tokens per expert), so its graphs run op by op, counted.
-COMPILED = [("llama", True, True), ("bert", False, True), ("afmoe", True, False),
-            ("vit", False, True), ("whisper", False, True)]
-
-
-@pytest.mark.skipif(os.environ.get("TORCHTPU_EAGER_MODE", "strict") != "strict",
-                    reason="the compiled tier runs once, with the strict pytest run")
-@pytest.mark.parametrize("model_type,causal,programs", COMPILED)
-def test_model_matches_cpu_compiled(model_type, causal, programs):
-    """torch.compile(model, backend="tpu"): forward, AOTAutograd's backward and a compiled
-    capturable AdamW step against the CPU."""
-    cmd = [sys.executable, str(ZOO), "--one", model_type, "--modes", "compiled"] + (
-        ["--causal"] if causal else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    assert lines, proc.stderr[-2000:]
-    row = json.loads(lines[-1])
-    assert row["status"] == "pass", row
-    assert not row.get("fallbacks"), row
-    c = row["compiled"]
-    assert c["dynamo_graphs"] >= 1, row
-    if programs:
-        assert c["programs"] >= 3 and c["runs_op_by_op"] == 0, row  # forward, backward, step
-    else:
-        assert c["runs_op_by_op"] >= 1 and c["program_failures"], row
-
-
 # (AutoencoderKL, the third architecture of the tier, runs in-process in every tier and compiled
 # in test/python/test_diffusers.py, among the models whose sweep found bugs: not again here, for
 # CI's time budget.)
@@ -81,9 +66,8 @@ def test_diffusers_model_matches_cpu(model_class):
     """Forward, backward and an AdamW step against the CPU; in the strict tier the MMDiT also
     compiled."""
     pytest.importorskip("diffusers")  # installed by scripts/setup.sh
-    mode = os.environ.get("TORCHTPU_EAGER_MODE", "strict")
     # (the UNet compiled is test_diffusers.py's pipeline with a compiled UNet: not again here)
-    modes = "strict,compiled" if mode == "strict" and model_class != "UNet2DConditionModel" else mode
+    modes = "strict,fused" + (",compiled" if model_class != "UNet2DConditionModel" else "")
     proc = subprocess.run([sys.executable, str(DIFFUSERS_ZOO), "--one", model_class, "--modes", modes],
                           capture_output=True, text=True, timeout=300)
     rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
