@@ -26,6 +26,7 @@
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/flat_hash_map.h>
 #include <c10/util/hash.h>
 
 #include <sys/mman.h>
@@ -99,11 +100,12 @@ struct State {
   std::recursive_mutex mutex;
   std::vector<Node> nodes;
   uint64_t fingerprint = 0;
-  std::unordered_map<uint64_t, int> local_pending;                 // record id -> local id
-  std::unordered_map<uint64_t, Dims> producer_shapes;  // record id -> shape it was written in
-  std::unordered_map<const c10::StorageImpl*, int> local_external;  // storage -> local id
+  // (Open-addressing maps: no heap allocation per recorded op; cleared maps keep their slots.)
+  ska::flat_hash_map<uint64_t, int> local_pending;                 // record id -> local id
+  ska::flat_hash_map<uint64_t, Dims> producer_shapes;  // record id -> shape it was written in
+  ska::flat_hash_map<const c10::StorageImpl*, int> local_external;  // storage -> local id
   // Every pending storage not yet materialized or dead (pruned as they go).
-  std::unordered_map<uint64_t, std::shared_ptr<PendingStorage>> registry;
+  ska::flat_hash_map<uint64_t, std::shared_ptr<PendingStorage>> registry;
   std::atomic<bool> any_pending{false};
   uint64_t next_id = 1;
   int64_t max_ops = runtime::env::get_int("TORCHTPU_DEFER_MAX_OPS").value_or(4096);
@@ -332,8 +334,9 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
 }
 
 // Which operands (in visit order) each argument owns.
-std::vector<std::pair<size_t, size_t>> operand_ranges(const torch::jit::Stack& args) {
-  std::vector<std::pair<size_t, size_t>> ranges;
+using OperandRanges = c10::SmallVector<std::pair<size_t, size_t>, 8>;
+OperandRanges operand_ranges(const torch::jit::Stack& args) {
+  OperandRanges ranges;
   size_t n = 0;
   for (const c10::IValue& v : args) {
     size_t count = 0;
@@ -354,7 +357,7 @@ std::vector<std::pair<size_t, size_t>> operand_ranges(const torch::jit::Stack& a
 // target (index_select, gather, scatter, embedding, index_put, nll_loss, ...: "index out of
 // range"), or an integer division (ZeroDivisionError). Node::checks_values.
 bool checks_values(const c10::FunctionSchema& schema,
-                   const std::vector<std::pair<size_t, size_t>>& ranges,
+                   const OperandRanges& ranges,
                    const std::vector<Operand>& operands, const aten::OpTraits& traits) {
   static const std::unordered_set<std::string_view> index_arguments = {"index", "indices",
                                                                        "target", "offsets"};
@@ -397,7 +400,7 @@ void note_producer_shape(State& s, const Node& node, const Dims& shape) {
 // [batch, heads, M, N]; their bias, activation, scaling and residual add then have the
 // matmul's shape and join its region as the epilogue (and a chain over a reshaped value joins
 // the chain that made it). `shapes`: pending storage id -> the shape of the op that wrote it.
-void adopt_producer_shape(Node& node, const std::unordered_map<uint64_t, Dims>& shapes) {
+void adopt_producer_shape(Node& node, const ska::flat_hash_map<uint64_t, Dims>& shapes) {
   const int64_t numel = c10::multiply_integers(node.shape);
   if (numel == 0) return;
   for (const auto& in : node.operands) {
@@ -499,7 +502,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   });
 
   // What the op writes.
-  std::vector<c10::IValue> returned;
+  c10::SmallVector<c10::IValue, 4> returned;
   if (capture == Capture::copy) {
     node.operands[1].written = true;  // _copy_from(self, dst)
     node.operands[1].read = false;
@@ -637,7 +640,7 @@ void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTrait
                           c10::ArrayRef<c10::IValue> args, c10::Device device) {
   if (!traits.pointwise) return;
   int out_index = -1;
-  std::vector<int64_t> shape;
+  at::DimVector shape;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].isTensor()) continue;
     const at::Tensor& t = args[i].toTensor();
@@ -648,17 +651,18 @@ void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTrait
       }
       out_index = static_cast<int>(i);
     } else if (t.defined()) {
-      shape = at::infer_size(shape, t.sizes());
+      shape = at::infer_size_dimvector(shape, t.sizes());
     }
   }
   if (out_index < 0) return;
   const at::Tensor& out = args[out_index].toTensor();
   std::vector<at::Tensor> inputs;
+  inputs.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isTensor() && static_cast<int>(i) != out_index) inputs.push_back(args[i].toTensor());
   }
   const at::Tensor meta_out = elementwise_result_meta(inputs, out.scalar_type());
-  const auto strides = meta_out.strides().vec();
+  const at::DimVector strides(meta_out.strides());
   TORCH_INTERNAL_ASSERT(meta_out.sizes() == c10::IntArrayRef(shape));
   at::Tensor pending = make_pending_tensor(device, shape, strides, out.scalar_type(),
                                            c10::multiply_integers(shape) * out.element_size());

@@ -23,6 +23,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/ParallelGuard.h>
+#include <c10/util/flat_hash_map.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -192,8 +193,7 @@ struct FusedRegion {
   std::vector<FusedOp> ops;
   int slots = 0;  // block buffers per thread
   int64_t block_item = 1;  // the largest element size of a block value (complex128: 16)
-  std::vector<at::Tensor> keep;        // device tensors whose memory the region uses
-  std::vector<c10::Storage> keep_storages;
+  std::vector<c10::Storage> keep;  // device storages whose memory the region uses
   void run() const;
 };
 
@@ -337,6 +337,10 @@ void FusedRegion::run() const {
     std::vector<float*> ptrs;
     std::vector<float> scalars;
     std::vector<char> flags;
+    instrs.reserve(ops.size());
+    ptrs.reserve(3 * ops.size());
+    scalars.reserve(3 * ops.size());
+    flags.reserve(3 * ops.size());
     Dims bsizes, bstrides, contiguous;
     for (int64_t b = b0; b < b1; ++b) {
       // This block: index of the dimensions before d, and a chunk of d.
@@ -610,6 +614,18 @@ class Executor {
     device_view(storage(k), o).copy_(real);
   }
 
+  // The host storage over the memory of an operand's device storage: one per storage in a
+  // region (the operands of a storage share it), the device storage kept alive with the region.
+  const c10::Storage& host_storage_of(const Operand& o, int key, FusedRegion& region) {
+    auto it = host_storages_.find(key);
+    if (it == host_storages_.end()) {
+      c10::Storage device_storage = key >= 0 ? storage(key) : o.tensor.storage();
+      it = host_storages_.emplace(key, host_storage_over(device_storage)).first;
+      region.keep.push_back(std::move(device_storage));
+    }
+    return it->second;
+  }
+
   Source source_of(const Operand& o, int key, c10::IntArrayRef shape,
                    std::shared_ptr<FusedRegion>& region) {
     Source s;
@@ -629,15 +645,14 @@ class Executor {
       s.tensor = o.tensor;
       return s;
     }
-    at::Tensor dev = tensor_of(o, key);
-    region->keep.push_back(dev);
+    const c10::Storage& host = host_storage_of(o, key, *region);
     if (s.g.whole) {
       s.kind = Source::whole;
-      s.tensor = host_view(host_storage_over(dev.storage()), o.dtype, o.offset, {}, {});
+      s.tensor = host_view(host, o.dtype, o.offset, {}, {});
       return s;
     }
     s.kind = Source::mapped;
-    s.host = host_storage_over(dev.storage());
+    s.host = host;
     // Every element the region's loop reaches lies in the storage (a plan that mapped an operand
     // wrongly would otherwise write past it: memory corruption far from its cause).
     int64_t lo = s.g.offset, hi = s.g.offset;
@@ -658,10 +673,12 @@ class Executor {
   void run_fused(const Region& region) {
     auto fused = std::make_shared<FusedRegion>();
     seen_blocks_.clear();
+    host_storages_.clear();
     fused->shape = region.shape;
+    fused->ops.reserve(region.nodes.size());
     double units = 0;
     double bytes = 0;
-    std::unordered_map<int, bool> counted;
+    ska::flat_hash_map<int, bool> counted;
     int64_t numel = 1;
     for (int64_t s : region.shape) numel *= s;
     sim::Estimate prologue;
@@ -703,6 +720,8 @@ class Executor {
       f.location = n.location;
       f.args = n.args;
       f.copy = n.capture == aten::Capture::copy;
+      f.operands.reserve(n.operands.size() + 1);  // (relu below adds one)
+      f.results.reserve(n.results.size());
       for (size_t j = 0; j < n.operands.size(); ++j) {
         f.operands.push_back(
             source_of(n.operands[j], keys_.operands[i][j], region.shape, fused));
@@ -847,7 +866,8 @@ class Executor {
   const Plan& plan_;
   const std::vector<char>& alive_;
   std::vector<c10::Storage> memory_;
-  std::unordered_set<int> seen_blocks_;  // block values met so far in the region being built
+  ska::flat_hash_set<int> seen_blocks_;  // block values met so far in the region being built
+  ska::flat_hash_map<int, c10::Storage> host_storages_;  // by key, in the region being built
   bool blocking_ = false;  // the host waits after this graph anyway
   size_t released_ = 0;  // bytes of temporaries released since the last wait
 };

@@ -5,6 +5,7 @@
 
 #include "runtime/Env.h"
 
+#include <c10/util/flat_hash_map.h>
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -47,8 +48,10 @@ bool non_overlapping(const Geometry& g, c10::IntArrayRef shape) {
 
 Keys keys_of(const std::vector<Node>& nodes) {
   Keys k;
-  std::unordered_map<uint64_t, int> pending;
-  std::unordered_map<const c10::StorageImpl*, int> external;
+  ska::flat_hash_map<uint64_t, int> pending;
+  ska::flat_hash_map<const c10::StorageImpl*, int> external;
+  k.operands.reserve(nodes.size());
+  k.results.reserve(nodes.size());
   auto key = [&](const Operand& o) -> int {
     if (o.pending) {
       auto [it, fresh] = pending.emplace(o.pending->id, static_cast<int>(k.pending.size()));
@@ -63,11 +66,10 @@ Keys keys_of(const std::vector<Node>& nodes) {
     return INT32_MIN;  // undefined, or a CPU scalar
   };
   for (const Node& n : nodes) {
-    std::vector<int> ops, res;
+    Keys::List& ops = k.operands.emplace_back();
     for (const auto& o : n.operands) ops.push_back(key(o));
+    Keys::List& res = k.results.emplace_back();
     for (const auto& o : n.results) res.push_back(key(o));
-    k.operands.push_back(std::move(ops));
-    k.results.push_back(std::move(res));
   }
   return k;
 }

@@ -41,9 +41,10 @@ bool non_overlapping(const Geometry& g, c10::IntArrayRef shape);
 // Keys of the storages a graph touches: pending storages [0, P), external ones -1, -2, ...,
 // INT32_MIN for undefined operands and CPU scalars.
 struct Keys {
+  using List = c10::SmallVector<int, 4>;  // (inline: no heap allocation per node)
   std::vector<std::shared_ptr<PendingStorage>> pending;  // by key
-  std::vector<std::vector<int>> operands;                // per node, per operand
-  std::vector<std::vector<int>> results;                 // per node, per result
+  std::vector<List> operands;                            // per node, per operand
+  std::vector<List> results;                             // per node, per result
 };
 Keys keys_of(const std::vector<Node>& nodes);
 // A pending storage that tensors still refer to (or that has memory already).
