@@ -86,8 +86,8 @@ def shrink(cfg, harder: bool = False) -> None:
     def set_if_writable(key, value):
         try:
             setattr(cfg, key, value)
-        except (AttributeError, TypeError, ValueError):
-            pass  # a read-only property, derived from other fields
+        except (AttributeError, TypeError, ValueError, NotImplementedError):
+            pass  # a read-only property, derived from other fields (or one the class refuses)
 
     def get(key):
         try:
@@ -347,6 +347,20 @@ def first_tensor(out):
     raise LookupError("no floating-point tensor in the model output")
 
 
+def _shapes(value):
+    """An input as the record shows it: tensors by their shapes, in their lists and dicts
+    (a model's cache of tensors too), other values as they are or by their type's name."""
+    import torch
+
+    if torch.is_tensor(value):
+        return list(value.shape)
+    if isinstance(value, (list, tuple)):
+        return [_shapes(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _shapes(v) for k, v in value.items()}
+    return value if isinstance(value, (int, float, str, bool, type(None))) else type(value).__name__
+
+
 def adamw_step(model) -> list:
     """One AdamW step (lr 1e-3) of the model's parameters; their new values."""
     import torch
@@ -410,7 +424,7 @@ def cpu_reference(model_type: str, causal: bool, harder: bool = False) -> tuple[
             except Exception:  # noqa: BLE001 - try the next input shape; the last error is reported
                 if i == len(candidates) - 1:
                     raise
-        result["inputs"] = {k: list(v.shape) if torch.is_tensor(v) else v for k, v in inputs.items()}
+        result["inputs"] = {k: _shapes(v) for k, v in inputs.items()}
         torch.manual_seed(1)
         with torch.no_grad():
             again = first_tensor(model(**inputs))
