@@ -44,10 +44,11 @@ def test_model_matches_cpu_in_every_mode(model_type, causal, programs):
         assert c["runs_op_by_op"] >= 1 and c["program_failures"], rows[-1]
 
 
-@pytest.mark.parametrize("model_type", ["qwen2_5_vl_vision", "luke"])
+@pytest.mark.parametrize("model_type", ["qwen2_5_vl_vision", "luke", "vit_mae"])
 def test_harness_recipes_build_and_match_cpu(model_type):
-    """A vision tower fed its patches and their grid (Qwen-VL style), and a model built only
-    by the second, harder shrink (LUKE: an entity vocabulary of 500,000)."""
+    """A vision tower fed its patches and their grid (Qwen-VL style), a model built only by the
+    second, harder shrink (LUKE: an entity vocabulary of 500,000), and one built by its per-type
+    recipe (ViT-MAE: random masking made deterministic by the noise input its forward takes)."""
     proc = subprocess.run([sys.executable, str(ZOO), "--one", model_type], capture_output=True,
                           text=True, timeout=300)
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
@@ -55,7 +56,12 @@ def test_harness_recipes_build_and_match_cpu(model_type):
     row = json.loads(lines[-1])
     assert row["status"] == "pass", row
     assert not row.get("fallbacks"), row
-    assert ("grid_thw" in row["inputs"]) if model_type == "qwen2_5_vl_vision" else row["shrink"] == "harder"
+    if model_type == "qwen2_5_vl_vision":
+        assert "grid_thw" in row["inputs"], row
+    elif model_type == "luke":
+        assert row["shrink"] == "harder", row
+    else:
+        assert "noise" in row["inputs"] and row["recipe"], row
 
 
 # (AutoencoderKL, the third architecture of the tier, runs in-process in every tier and compiled
