@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from zoo_recipes import apply_config, recipes as _recipes  # noqa: E402  per-type recipes
+from zoo_recipes.limits import LIMITS  # noqa: E402  types no recipe can lift, and why
 
 RECIPES = _recipes()
 PARAM_CAP = 20_000_000
@@ -767,7 +768,9 @@ def report(paths: list[str], target: Path | None = None) -> None:
               "The CPU side could not build or run the shrunk model; the reason is recorded. By kind: "
               + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1])) + ".", "",
               "| model type | reason |", "|---|---|"]
-    lines += [f"| {r['model_type']} | {cell(r['reason'])} |" for r in harness]
+    lines += [f"| {r['model_type']} | {cell(r['reason'])}"
+              + (f" — no recipe: {LIMITS[r['model_type']]}" if r["model_type"] in LIMITS else "") + " |"
+              for r in harness]
     target = target or ROOT / "docs" / "models.md"
     target.write_text("\n".join(lines) + "\n")
     print(f"wrote {target}:", "; ".join(l for l in lines if l.startswith("| ") and "% |" in l))

@@ -166,6 +166,14 @@ _HGNET_SMALL = {"backbone_config.stem_channels": [3, 16, 16], "backbone_config.s
                 "backbone_config.hidden_sizes": [32, 64, 128, 256], "backbone_config.embedding_size": 16}
 
 
+# D-FINE and PP-DocLayout-V4: the same HGNetV2 backbone and DETR-style encoder and decoder.
+_HGNET_DETR = Recipe(
+        why=("HGNetV2's per-stage channel lists (up to 2048) and the encoder/decoder widths fed by them are left "
+             "unshrunk; they must agree"),
+        config={**_HGNET_SMALL, "encoder_in_channels": [64, 128, 256], "encoder_hidden_dim": 32,
+                "decoder_in_channels": [32, 32, 32], "num_queries": 16},
+        inputs=lambda model, cfg, ids, randn: {"pixel_values": randn(B, 3, 64, 64)})
+
 RECIPES: dict[str, Recipe] = {
     "audioflamingo3_encoder": Recipe(
         why="the encoder needs the processor's input_features_mask (frame lengths) and 2 * max_source_positions frames",
@@ -237,7 +245,6 @@ RECIPES: dict[str, Recipe] = {
         why="the tower takes patchified pixels with their (x, y) patch positions, not an image",
         config={"patch_size": 4, "position_embedding_size": 64},
         inputs=_gemma4_vision_inputs),
-#ENTRIES
     "idefics": Recipe(
         why=("IDEFICS takes images per sample (B, images, C, H, W) with the image_attention_mask tying text tokens to "
              "them"),
@@ -265,7 +272,6 @@ RECIPES: dict[str, Recipe] = {
     "mistral4": Recipe(
         why="head_dim and qk_head_dim are derived from the unshrunk latent-attention dims (nope + rope)",
         adjust=_mistral4_adjust),
-#ENTRIES
     "lightglue": Recipe(
         why=("LightGlue matches an image pair (B, 2, C, H, W); SuperPoint's score head is 8 x 8 cells + a dustbin "
              "(65), not a width"),
@@ -280,19 +286,16 @@ RECIPES: dict[str, Recipe] = {
         config={"backbone_config.image_size": 128, "num_queries": 16, "decoder_self_attention_heads": 4,
                 "decoder_cross_attention_heads": 4},
         adjust=_lw_detr_adjust),
-#ENTRIES
     "muse_spark_audio": Recipe(
         why=("num_hidden_layers counts the four patching stages (the shrink makes it 2); the waveform is padded to a "
              "multiple of the 1920-sample token"),
         config={"num_hidden_layers": 4, "out_hidden_size": 32},
         inputs=lambda model, cfg, ids, randn: {"input_values": randn(B, 2 * cfg.samples_per_token)}),
-#ENTRIES
     "pe_audio_encoder": Recipe(
         why=("the DAC encoder's channels double per downsampling stage from encoder_hidden_size (64 -> 1024), which "
              "the shrink leaves"),
         config={"dac_config.encoder_hidden_size": 4, "dac_config.decoder_hidden_size": 32, "dac_config.codebook_dim": 8,
                 "dac_config.codebook_size": 64}),
-#ENTRIES
     "nemotron3_5_transcribe_word_timestamp": Recipe(
         why="the timestamp head takes the ASR encoder's frame embeddings (inputs_embeds) and their frame mask",
         inputs=lambda model, cfg, ids, randn: {"inputs_embeds": randn(B, 8, cfg.hidden_size), "attention_mask": _lengths_mask(8, 6)}),
@@ -334,18 +337,15 @@ RECIPES: dict[str, Recipe] = {
              "the T5-large values"),
         config={"d_kv": 8, "d_ff": 64, "num_decoder_layers": 2, "image_size": 32, "max_2d_position_embeddings": 128},
         inputs=_udop_inputs),
-#ENTRIES
     "speecht5": Recipe(
         why=("the bare SpeechT5Model has no pre-nets: encoder and decoder take hidden-size frames (what a pre-net "
              "would give), not a waveform"),
         inputs=lambda model, cfg, ids, randn: {"input_values": randn(B, 8, cfg.hidden_size),
                                                "decoder_input_values": randn(B, 4, cfg.hidden_size), "use_cache": False}),
-#ENTRIES
     "pocket_tts_audio_tokenizer": Recipe(
         why=("the upsampling conv is depthwise over hidden_size channels (upsample_groups = hidden_size); conv widths "
              "double from num_filters"),
         config={"upsample_groups": 32, "num_filters": 4}),
-#ENTRIES
     "xcodec": Recipe(
         why=("codebook_dim is acoustic + semantic hidden sizes (derived before the shrink); HuBERT's 512-wide convs "
              "and DAC's doubling channels stay large"),
@@ -354,7 +354,6 @@ RECIPES: dict[str, Recipe] = {
                 "codebook_size": 64},
         adjust=lambda cfg: setattr(cfg, "codebook_dim", cfg.acoustic_model_config.hidden_size
                                    + cfg.semantic_model_config.hidden_size)),
-#ENTRIES
     "vibevoice_acoustic_tokenizer": Recipe(
         why=("conv widths double over six downsamplings from num_filters (32 -> 2048); the forward samples the VAE "
              "latent unless sample=False"),
@@ -366,20 +365,8 @@ RECIPES: dict[str, Recipe] = {
         config={"acoustic_tokenizer_encoder_config.num_filters": 1, "semantic_tokenizer_encoder_config.num_filters": 1,
                 "audio_token_id": 101, "audio_bos_token_id": 102, "audio_eos_token_id": 103},
         inputs=_vibevoice_asr_inputs),
-    "d_fine": Recipe(
-        why=("HGNetV2's per-stage channel lists (up to 2048) and the encoder/decoder widths fed by them are left "
-             "unshrunk; they must agree"),
-        config={**_HGNET_SMALL, "encoder_in_channels": [64, 128, 256], "encoder_hidden_dim": 32,
-                "decoder_in_channels": [32, 32, 32], "num_queries": 16},
-        inputs=lambda model, cfg, ids, randn: {"pixel_values": randn(B, 3, 64, 64)}),
-#ENTRIES
-    "pp_doclayout_v4": Recipe(
-        why=("HGNetV2's per-stage channel lists (up to 2048) and the encoder/decoder widths fed by them are left "
-             "unshrunk; they must agree"),
-        config={**_HGNET_SMALL, "encoder_in_channels": [64, 128, 256], "encoder_hidden_dim": 32,
-                "decoder_in_channels": [32, 32, 32], "num_queries": 16},
-        inputs=lambda model, cfg, ids, randn: {"pixel_values": randn(B, 3, 64, 64)}),
-#ENTRIES
+    "d_fine": _HGNET_DETR,
+    "pp_doclayout_v4": _HGNET_DETR,
     "evolla": Recipe(
         why=("AutoModel.from_config rejects EvollaConfig (listed, yet unresolved): EvollaModel, the class the auto "
              "mapping names, is built; protein sequence given"),
@@ -390,7 +377,6 @@ RECIPES: dict[str, Recipe] = {
                                                "protein_input_ids": torch.randint(5, 30, (B, 12), generator=torch.Generator().manual_seed(7)),
                                                "protein_attention_mask": torch.ones(B, 12, dtype=torch.long),
                                                "use_cache": False}),
-#ENTRIES
     "sam3_lite_text": Recipe(
         why=("SAM 3 detects what a text prompt names (input_ids with the image); image, FPN feature sizes and windows "
              "must agree (set for 56 px)"),
