@@ -3,9 +3,10 @@
 # mode), one shard per core run side by side; then the zoo's page regenerated from the shards'
 # records. Set up first with scripts/setup.sh.
 #   ZOO=transformers (default): every model type of transformers' auto mappings, strict and
-#     fused eager (about 32 minutes on 2 cores), docs/models.md;
-#   ZOO=diffusers: every model class diffusers exports, strict, fused and compiled (about 28
-#     minutes), docs/diffusers.md (scripts/diffusers_sweep.sh).
+#     fused eager (32 minutes on 2 cores over the 463 types built before the per-type recipes;
+#     585 build now), docs/models.md;
+#   ZOO=diffusers: every model class diffusers exports, strict, fused and compiled (about an
+#     hour since the recipes build 145 of the 161), docs/diffusers.md (scripts/diffusers_sweep.sh).
 # MODES picks the modes ("compiled" is torch.compile(backend="tpu"): forward, backward and a
 # capturable AdamW step compiled); REPORT the page written (transformers only); PREFIX the name
 # of the shards' records and logs under build/ (default: the zoo's name, "zoo" for transformers).
