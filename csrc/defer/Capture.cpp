@@ -28,6 +28,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/flat_hash_map.h>
 #include <c10/util/hash.h>
+#include <c10/util/strides.h>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -99,6 +100,7 @@ void token_deleter(void* ctx) {
 struct State {
   std::recursive_mutex mutex;
   std::vector<Node> nodes;
+  size_t last_graph_size = 0;  // nodes of the last graph taken (a hint for the next one's room)
   uint64_t fingerprint = 0;
   // (Open-addressing maps: no heap allocation per recorded op; cleared maps keep their slots.)
   ska::flat_hash_map<uint64_t, int> local_pending;                 // record id -> local id
@@ -306,6 +308,11 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
         s.local_pending.emplace(record->id, static_cast<int>(s.local_pending.size()));
     h = c10::hash_combine(h, 0x100000 + it->second);
     o.pending = std::move(record);
+  } else if (t.device().is_cpu() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+    // A Python number the binding wrapped for this call: nobody else holds it, so it keeps its
+    // value; kept as it is.
+    o.tensor = t;
+    h = c10::hash_combine(h, 7);
   } else if (t.device().is_cpu()) {
     // A CPU scalar: its value now (a plain copy of its bytes, cheaper than clone()).
     o.tensor = at::detail::empty_cpu({}, t.scalar_type(), std::nullopt, std::nullopt,
@@ -476,15 +483,17 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   if (s.capture.active && std::this_thread::get_id() != s.capture.owner) {
     fail_capture(s, "another thread recorded ops during the capture");
   }
+  TORCH_INTERNAL_ASSERT(capture != Capture::fallback);  // (whose name is not kept: Entry.h)
   Node node(op);
-  node.name = name;
+  node.name = &name;
   node.traits = &traits;
   node.capture = capture;
   node.device = device;
   // The op runs on the stream it was recorded on, whichever thread flushes the graph.
   node.stream = runtime::current_stream(device.index()).id();
   node.location = std::move(location);
-  node.precision = sim::current_precision();  // the matmul precision in force at the op
+  // The matmul precision in force at the op (the VPU's ops run no matmul: not looked up).
+  if (traits.unit != aten::OpUnit::vpu) node.precision = sim::current_precision();
   node.args.assign(stack->begin() + base, stack->end());
 
   size_t h = c10::hash_combine(s.fingerprint, std::hash<std::string>()(name));
@@ -596,7 +605,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     node.elementwise = false;
   }
   s.fingerprint = h;
-  if (s.nodes.capacity() == 0) s.nodes.reserve(64);
+  // (Room for as many nodes as the last graph had: a program recorded again grows no vector.)
+  if (s.nodes.capacity() == 0) s.nodes.reserve(std::max<size_t>(64, s.last_graph_size));
   s.nodes.push_back(std::move(node));
   s.any_pending.store(true);
   static const runtime::metrics::Counter ops_recorded("defer.ops_recorded");
@@ -661,9 +671,20 @@ void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTrait
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isTensor() && static_cast<int>(i) != out_index) inputs.push_back(args[i].toTensor());
   }
-  const at::Tensor meta_out = elementwise_result_meta(inputs, out.scalar_type());
-  const at::DimVector strides(meta_out.strides());
-  TORCH_INTERNAL_ASSERT(meta_out.sizes() == c10::IntArrayRef(shape));
+  // Inputs of the result's shape, all contiguous (CPU scalars aside): TensorIterator makes the
+  // result contiguous too (its fast set-up), so no iterator over meta tensors is built.
+  const bool plain = std::all_of(inputs.begin(), inputs.end(), [&](const at::Tensor& t) {
+    return !t.defined() || (t.is_cpu() && t.dim() == 0) ||
+           (t.sizes() == c10::IntArrayRef(shape) && t.is_contiguous());
+  });
+  at::DimVector strides;
+  if (plain) {
+    strides = c10::contiguous_strides(shape);
+  } else {
+    const at::Tensor meta_out = elementwise_result_meta(inputs, out.scalar_type());
+    strides.assign(meta_out.strides().begin(), meta_out.strides().end());
+    TORCH_INTERNAL_ASSERT(meta_out.sizes() == c10::IntArrayRef(shape));
+  }
   at::Tensor pending = make_pending_tensor(device, shape, strides, out.scalar_type(),
                                            c10::multiply_integers(shape) * out.element_size());
   out.unsafeGetTensorImpl()->set_storage_keep_dtype(pending.storage());
@@ -850,23 +871,38 @@ bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   auto device = args[k + 2].toOptional<c10::Device>();
   const auto pin = args[k + 3].toOptional<bool>();
   if (c10::layout_or_default(layout) != c10::Layout::Strided || pin.value_or(false)) return false;
-  const std::vector<int64_t> size = args[0].toIntVector();
-  at::Tensor meta;
-  if (strided) {
-    meta = at::detail::empty_strided_meta(size, args[1].toIntVector(), dtype, std::nullopt,
-                                          std::nullopt, std::nullopt);
+  const at::DimVector size = args[0].toDimVector();
+  at::DimVector strides;
+  c10::ScalarType scalar_type = c10::dtype_or_default(dtype);
+  size_t nbytes = 0;
+  const auto format = strided ? std::nullopt : args[5].toOptional<c10::MemoryFormat>();
+  const bool plain = !strided && format.value_or(c10::MemoryFormat::Contiguous) ==
+                                     c10::MemoryFormat::Contiguous;
+  if (plain && std::all_of(size.begin(), size.end(), [](int64_t n) { return n >= 0; }) &&
+      size.size() <= 16) {
+    // (The result of an element-wise op's generic kernel: contiguous, sized here.)
+    strides = c10::contiguous_strides(size);
+    nbytes = at::detail::computeStorageNbytesContiguous(size, c10::elementSize(scalar_type));
   } else {
-    meta = at::detail::empty_meta(size, dtype, std::nullopt, std::nullopt, std::nullopt,
-                                  args[5].toOptional<c10::MemoryFormat>());
+    at::Tensor meta;
+    if (strided) {
+      meta = at::detail::empty_strided_meta(size, args[1].toDimVector(), dtype, std::nullopt,
+                                            std::nullopt, std::nullopt);
+    } else {
+      meta = at::detail::empty_meta(size, dtype, std::nullopt, std::nullopt, std::nullopt,
+                                    format);
+    }
+    strides.assign(meta.strides().begin(), meta.strides().end());
+    scalar_type = meta.scalar_type();
+    nbytes = meta.storage().nbytes();
   }
-  const size_t nbytes = meta.storage().nbytes();
   if (nbytes == 0 || static_cast<int64_t>(nbytes) > runtime::hbm_capacity_bytes()) return false;
   c10::Device d = c10::device_or_default(device);
   if (!d.has_index()) d = c10::Device(c10::kPrivateUse1, runtime::current_device());
   if (d.index() >= runtime::device_count()) return false;  // the kernel raises
   if (memory_pressure(d, nbytes)) return false;  // allocated now: out of memory at the op
-  runtime::metrics::add(runtime::metrics::Category::op, name);  // (recorded)
-  at::Tensor t = make_pending_tensor(d, meta.sizes(), meta.strides(), meta.scalar_type(), nbytes);
+  runtime::metrics::add_lasting(runtime::metrics::Category::op, name);  // (recorded)
+  at::Tensor t = make_pending_tensor(d, size, strides, scalar_type, nbytes);
   torch::jit::drop(*stack, num_args);
   stack->push_back(std::move(t));
   return true;
@@ -1039,6 +1075,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
 std::pair<std::vector<Node>, uint64_t> take_nodes(State& s) {
   std::vector<Node> nodes = std::move(s.nodes);
   s.nodes.clear();
+  s.last_graph_size = nodes.size();
   const uint64_t fingerprint = s.fingerprint;
   s.fingerprint = 0;
   s.local_pending.clear();

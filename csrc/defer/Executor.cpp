@@ -89,7 +89,8 @@ struct Source {
 
 struct FusedOp {
   c10::OperatorHandle op;
-  std::string name, location;
+  const std::string* name = &kUnnamed;  // (Node::name)
+  std::string location;
   torch::jit::Stack args;
   std::vector<Source> operands;
   std::vector<Source> results;
@@ -461,7 +462,7 @@ void FusedRegion::run() const {
           }
         } catch (const c10::Error&) {
           runtime::rethrow_with_context(std::current_exception(),
-                                        error_context(f.name, f.location));
+                                        error_context(*f.name, f.location));
         }
       }
     }
@@ -570,7 +571,7 @@ class Executor {
       sim::set_precision_override(previous);
     } catch (const c10::Error&) {
       sim::set_precision_override(previous);
-      runtime::rethrow_with_context(std::current_exception(), error_context(n.name, n.location));
+      runtime::rethrow_with_context(std::current_exception(), error_context(*n.name, n.location));
     }
     for (size_t r = 0; r < n.results.size(); ++r) {
       const int key = keys_.results[i][r];
@@ -606,7 +607,7 @@ class Executor {
     if (real.scalar_type() != o.dtype || real.sizes() != c10::IntArrayRef(o.sizes)) {
       // The op's meta kernel (which sized the recorded result) disagrees with the kernel.
       TORCHTPU_COUNT("defer.meta_mismatches");
-      TORCH_WARN_ONCE("fused eager: the meta kernel of ", nodes_[0].name.empty() ? "" : "an op",
+      TORCH_WARN_ONCE("fused eager: the meta kernel of ", nodes_[0].name->empty() ? "" : "an op",
                       " gave ", c10::toString(o.dtype), c10::IntArrayRef(o.sizes),
                       " where the kernel returned ", c10::toString(real.scalar_type()),
                       real.sizes(), "; the result is converted (please report it)");
@@ -751,7 +752,7 @@ class Executor {
         if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
-      if (foreign) runtime::metrics::count("emulated." + n.name);
+      if (foreign) runtime::metrics::count("emulated." + *n.name);
       units += sim::cost_model().units(traits.vpu_units, foreign);
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
         if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
@@ -761,7 +762,7 @@ class Executor {
         counted[key] = true;
         bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
       });
-      runtime::metrics::add(runtime::metrics::Category::op, n.name);  // (no kernel runs it)
+      runtime::metrics::add_lasting(runtime::metrics::Category::op, *n.name);  // (no kernel runs it)
       fused->ops.push_back(std::move(f));
     }
     {
@@ -785,7 +786,7 @@ class Executor {
     const c10::Device device = nodes_[region.nodes[0]].device;
     aten::launch(device,
                  "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
-                     nodes_[region.nodes[0]].name + ", ...)",
+                     *nodes_[region.nodes[0]].name + ", ...)",
                  [fused] { fused->run(); }, std::move(written),
                  region.matmul_first || numel >= aten::kParallelElements);
     if (region.reduction_last) {
@@ -889,8 +890,15 @@ void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
   // A graph is enqueued whole: a Ctrl-C during one of its waits for memory is taken at the next
   // wait after it, never halfway through (which would leave pending tensors without producers).
   const runtime::NoInterrupt whole;
-  const runtime::WorkerOnly on_the_worker;  // (its work is not run on this thread: Stream.h)
-  Executor(nodes, keys, plan, alive_keys, blocking).run();
+  if (blocking) {
+    // The host waits for the graph next: its work runs here on an idle stream, small regions
+    // too, with no hand-off to the worker (Stream.h).
+    const runtime::HostWaitsNext here;
+    Executor(nodes, keys, plan, alive_keys, blocking).run();
+  } else {
+    const runtime::WorkerOnly on_the_worker;  // (its work is not run on this thread: Stream.h)
+    Executor(nodes, keys, plan, alive_keys, blocking).run();
+  }
 }
 
 }  // namespace torchtpu::defer

@@ -76,9 +76,12 @@ inline Operand operand_geometry(const at::Tensor& t) {
   return o;
 }
 
+inline const std::string kUnnamed;
+
 struct Node {
   c10::OperatorHandle op;
-  std::string name;  // "aten::add.out"
+  // "aten::add.out": the name its kernel keeps for the process (aten/Entry.h), not a copy.
+  const std::string* name = &kUnnamed;
   aten::Capture capture;
   torch::jit::Stack args;          // tensor slots hold undefined tensors; operands fill them
   std::vector<Operand> operands;   // the tensor slots of args, in visit order
@@ -97,7 +100,7 @@ struct Node {
 };
 
 inline const aten::OpTraits& traits_of(const Node& n) {
-  return n.traits != nullptr ? *n.traits : aten::op_traits(n.name);
+  return n.traits != nullptr ? *n.traits : aten::op_traits(*n.name);
 }
 
 // Calls f(at::Tensor&) for every tensor slot of `args` (tensors, tensor lists, optional tensor

@@ -475,7 +475,7 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
       const int key = p.keys.operands[i][j];
       if (nodes[i].operands[j].written && key < 0 && key != INT32_MIN &&
           p.external_input[-key - 1] < 0) {
-        return fail("the graph writes a tensor that is not an input (" + nodes[i].name + ")");
+        return fail("the graph writes a tensor that is not an input (" + *nodes[i].name + ")");
       }
     }
   }

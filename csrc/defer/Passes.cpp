@@ -120,7 +120,7 @@ const Operand& written_operand(const Node& n) {
   for (const auto& o : n.operands) {
     if (o.written) return o;
   }
-  TORCH_INTERNAL_ASSERT(false, n.name, " writes nothing");
+  TORCH_INTERNAL_ASSERT(false, *n.name, " writes nothing");
 }
 
 int64_t place_of(const Node& n) {
@@ -492,7 +492,7 @@ std::string print_ir(const std::vector<Node>& nodes, const Keys& keys, const Pla
       ir << "  region " << r << ": kernel\n";
     }
     for (int i : region.nodes) {
-      ir << "    #" << i << " " << nodes[i].name << "(";
+      ir << "    #" << i << " " << *nodes[i].name << "(";
       for (size_t j = 0; j < nodes[i].operands.size(); ++j) {
         if (j) ir << ", ";
         const int key = keys.operands[i][j];

@@ -34,6 +34,15 @@ std::atomic<int64_t>& slot(Category category, const std::string& name) {
   return *entry;
 }
 
+std::atomic<int64_t>& slot_of_lasting(Category category, const std::string& name) {
+  thread_local std::array<std::unordered_map<const std::string*, std::atomic<int64_t>*>, 4> found;
+  auto& mine = found[static_cast<size_t>(category)];
+  if (auto it = mine.find(&name); it != mine.end()) return *it->second;
+  std::atomic<int64_t>& s = slot(category, name);
+  mine.emplace(&name, &s);
+  return s;
+}
+
 std::map<std::string, int64_t> snapshot(Category category) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -34,6 +34,12 @@ class Counter {
 inline void add(Category category, const std::string& name, int64_t delta = 1) {
   slot(category, name).fetch_add(delta, std::memory_order_relaxed);
 }
+// The same for a name whose string lives for the process at one address and never changes (an
+// op's name kept by its kernel): found by the address after the first use, no hashing of the text.
+std::atomic<int64_t>& slot_of_lasting(Category category, const std::string& name);
+inline void add_lasting(Category category, const std::string& name, int64_t delta = 1) {
+  slot_of_lasting(category, name).fetch_add(delta, std::memory_order_relaxed);
+}
 inline void count_fallback(const std::string& name) { add(Category::fallback, name); }
 inline void count(const std::string& name, int64_t delta = 1) { add(Category::counter, name, delta); }
 

@@ -179,6 +179,7 @@ int inline_level_from_env() {
 }
 std::atomic<int> g_inline{inline_level_from_env()};
 thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
+thread_local int t_host_waits_next = 0;  // HostWaitsNext guards alive on this thread
 }  // namespace
 
 void set_inline_work(int level) {
@@ -187,6 +188,8 @@ void set_inline_work(int level) {
 }
 WorkerOnly::WorkerOnly() { ++t_worker_only; }
 WorkerOnly::~WorkerOnly() { --t_worker_only; }
+HostWaitsNext::HostWaitsNext() { ++t_host_waits_next; }
+HostWaitsNext::~HostWaitsNext() { --t_host_waits_next; }
 int inline_work() { return g_inline.load(std::memory_order_relaxed); }
 
 bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
@@ -217,7 +220,8 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then, bool parallel) {
   const int level = inline_work();
-  if ((level == 2 || (parallel && level == 1)) && t_worker_only == 0 && !t_stream_worker &&
+  if ((level == 2 || (level == 1 && (parallel || t_host_waits_next > 0))) &&
+      t_worker_only == 0 && !t_stream_worker &&
       run_inline(work, what, then)) {
     return;
   }

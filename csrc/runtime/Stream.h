@@ -95,6 +95,18 @@ class WorkerOnly {
   WorkerOnly& operator=(const WorkerOnly&) = delete;
 };
 
+// While one is alive on this thread (and TORCHTPU_INLINE is not 0), all work it enqueues on an
+// idle stream runs at once on this thread, small work too: the host waits for the stream right
+// after (a fused graph flushed by a synchronization or a read of its values), so handing the
+// work to the worker would only add a wake-up and a wait (docs/host-speed.md).
+class HostWaitsNext {
+ public:
+  HostWaitsNext();
+  ~HostWaitsNext();
+  HostWaitsNext(const HostWaitsNext&) = delete;
+  HostWaitsNext& operator=(const HostWaitsNext&) = delete;
+};
+
 // Thread-local current stream per device, as in CUDA.
 c10::Stream current_stream(c10::DeviceIndex device);
 c10::Stream exchange_stream(const c10::Stream& stream);

@@ -7,6 +7,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
 using namespace torchtpu::defer;
 
 namespace {
@@ -17,6 +20,7 @@ namespace {
 class GraphBuilder {
  public:
   std::vector<Node> nodes;
+  std::vector<std::unique_ptr<std::string>> names;  // the nodes' op names
 
   std::shared_ptr<PendingStorage> value(Dims sizes) {
     auto p = std::make_shared<PendingStorage>();
@@ -43,7 +47,10 @@ class GraphBuilder {
   Node& op(const char* name, const char* overload, std::vector<Operand> operands,
            bool elementwise = false, Dims shape = {}, c10::StreamId stream = 0) {
     Node n(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
-    n.name = std::string(name) + (overload[0] ? std::string(".") + overload : "");
+    // (A node names its op by a string kept for the process, as a kernel keeps its name.)
+    names.push_back(std::make_unique<std::string>(
+        std::string(name) + (overload[0] ? std::string(".") + overload : "")));
+    n.name = names.back().get();
     n.capture = torchtpu::aten::Capture::results_are_arguments;
     n.operands = std::move(operands);
     n.elementwise = elementwise;

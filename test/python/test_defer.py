@@ -351,6 +351,49 @@ def test_fuzzer_programs_match_cpu_with_work_run_on_the_issuing_thread(seed):
     assert torchtpu.metrics.counters().get("stream.work_run_inline", 0) > before
 
 
+def test_a_graph_flushed_by_a_synchronization_runs_on_the_issuing_thread():
+    """A graph the host waits for next (a sync, a read of its values) runs at once on the issuing
+    thread when the stream is idle, its small regions too (no hand-off to the worker: Stream.h,
+    HostWaitsNext); a flush the host does not wait for (an event record) leaves it to the
+    worker; TORCHTPU_INLINE=0 keeps everything on the worker. Values and errors as before."""
+    x = torch.randn(64, device="tpu")
+    torchtpu.sync()
+
+    def inline_runs():
+        return counters().get("stream.work_run_inline", 0)
+
+    before = inline_runs()
+    y = (x * 1.5 + 0.25).relu() - 0.5
+    torchtpu.sync()
+    assert inline_runs() > before
+    torch.testing.assert_close(y.cpu(), (x.cpu() * 1.5 + 0.25).relu() - 0.5)
+
+    before = inline_runs()
+    y = x.sigmoid() * 2
+    torch.tpu.current_stream().record_event()  # flushes; the host does not wait
+    torchtpu.sync()
+    assert inline_runs() == before
+    torch.testing.assert_close(y.cpu(), x.cpu().sigmoid() * 2)
+
+    previous = torchtpu._C.inline_work()
+    torchtpu._C.set_inline_work(0)
+    try:
+        before = inline_runs()
+        y = x.tanh() + 1
+        assert y.sum().item() == pytest.approx((x.cpu().tanh() + 1).sum().item(), rel=1e-5)
+        assert inline_runs() == before
+    finally:
+        torchtpu._C.set_inline_work(previous)
+
+    # An error of a region run on the issuing thread is raised at the synchronization, naming
+    # the op, as the worker's are; nothing stays pending.
+    z = torch.zeros(4, device="tpu")
+    z.scatter_(0, torch.tensor([0, 9], device="tpu"), torch.ones(2, device="tpu"))
+    with pytest.raises(RuntimeError, match=r"scatter.*index 9 is out of bounds"):
+        torch.tpu.synchronize()
+    assert torchtpu._C.defer_pending_ops() == 0
+
+
 def test_matmul_precision_is_the_one_in_force_when_recorded():
     a = torch.randn(64, 64, device="tpu")
     torchtpu.sync()
