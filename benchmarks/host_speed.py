@@ -14,7 +14,8 @@ per op is the whole cost. Measured in one process, interleaved, medians of the r
     training     steps per second of examples/train.py's model (d_model 64, 2 layers, 16x64
                  tokens, AdamW) and of a small nn.TransformerEncoder of the same size, on the CPU
                  and on "tpu" in strict and fused eager, and in strict eager with all work on
-                 the stream's worker (TORCHTPU_INLINE=0)
+                 the stream's worker (TORCHTPU_INLINE=0); and the host time per step of the
+                 simulated MXU's matrix products, the bound no eager mode passes
 
 The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
@@ -170,6 +171,23 @@ def main():
               f"({row['strict'] / row['cpu']:.2f}x; all work on the worker "
               f"{row['strict_worker'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
               f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
+        # What bounds a step on "tpu": the simulated MXU's matrix products (TPU numerics, run
+        # on the host), which no eager mode shortens. The CPU's step time over their host time
+        # per step is the most steps/s tpu/CPU any mode can reach.
+        mxu = {}
+        for mode in ("strict", "fused"):
+            torchtpu.metrics.reset()
+            for _ in range(5):
+                fns[mode]()
+            mxu[mode] = eager_modes.mxu_host_seconds() / 5
+        cpu_step = 1.0 / row["cpu"]
+        bound = cpu_step / mxu["fused"] if mxu["fused"] > 0 else float("inf")
+        results.setdefault("train_mxu_bound", {})[name] = {
+            "cpu_step_ms": 1e3 * cpu_step, "mxu_ms_per_step": {m: 1e3 * v for m, v in mxu.items()},
+            "bound_over_cpu": bound}
+        print(f"   the simulated MXU's products: {1e3 * mxu['fused']:.1f} ms of host time per "
+              f"step (the CPU's whole step {1e3 * cpu_step:.1f} ms): no mode above "
+              f"{bound:.2f}x the CPU's steps/s", flush=True)
 
     kept = results["per_op_us"]["add_kept"]
     measured = {

@@ -129,7 +129,9 @@ class EntryKernel final : public c10::OperatorKernel {
                   torch::jit::Stack* stack) {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
     const runtime::OpModeScope mode;
-    normalize_tensor_lists(stack, op.schema().arguments().size());
+    if (capture_ == Capture::fallback || takes_tensor_lists(op)) {  // (one fallback, many ops)
+      normalize_tensor_lists(stack, op.schema().arguments().size());
+    }
     if (!inside_kernel()) {
       if (capture_ != Capture::fallback) {  // (the fallback runs the CPU kernel at the call)
         const CallChecks& c = checks(op);
@@ -185,6 +187,23 @@ class EntryKernel final : public c10::OperatorKernel {
     return *t;
   }
 
+  // Whether the schema has a Tensor[] or Tensor?[] argument (found once): only those can come
+  // as the JIT's typed lists.
+  bool takes_tensor_lists(const c10::OperatorHandle& op) {
+    std::call_once(listed_, [&] {
+      for (const auto& a : op.schema().arguments()) {
+        const c10::TypePtr& type = a.real_type();
+        if (type->kind() != c10::TypeKind::ListType) continue;
+        const c10::TypePtr& element = type->castRaw<c10::ListType>()->getElementType();
+        const bool optional = element->kind() == c10::TypeKind::OptionalType;
+        const c10::TypePtr& inner =
+            optional ? element->castRaw<c10::OptionalType>()->getElementType() : element;
+        if (inner->kind() == c10::TypeKind::TensorType) tensor_lists_ = true;
+      }
+    });
+    return tensor_lists_;
+  }
+
   const CallChecks& checks(const c10::OperatorHandle& op) {
     std::call_once(checked_, [&] { checks_ = call_checks_of(op); });
     return checks_;
@@ -196,6 +215,8 @@ class EntryKernel final : public c10::OperatorKernel {
   CallChecks checks_;                                 // call_checks_of(op), found once
   std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
   std::atomic<const OpTraits*> traits_{nullptr};      // this op's traits, found once
+  std::once_flag listed_;
+  bool tensor_lists_ = false;                         // takes_tensor_lists(op), found once
   std::once_flag named_;
   std::string name_;                                  // op_name(op), found once
 };

@@ -891,8 +891,8 @@ void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
   // wait after it, never halfway through (which would leave pending tensors without producers).
   const runtime::NoInterrupt whole;
   if (blocking) {
-    // The host waits for the graph next: its work runs here on an idle stream, small regions
-    // too, with no hand-off to the worker (Stream.h).
+    // The host waits for the graph next: its small work runs here on an idle stream, with no
+    // hand-off to the worker; parallel work still goes to the worker (Stream.h).
     const runtime::HostWaitsNext here;
     Executor(nodes, keys, plan, alive_keys, blocking).run();
   } else {

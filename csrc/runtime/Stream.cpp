@@ -220,9 +220,11 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then, bool parallel) {
   const int level = inline_work();
-  if ((level == 2 || (level == 1 && (parallel || t_host_waits_next > 0))) &&
-      t_worker_only == 0 && !t_stream_worker &&
-      run_inline(work, what, then)) {
+  // (Under HostWaitsNext, parallel work still goes to the worker: a graph's long work stays
+  // interruptible by the wait that follows; its small work is done in microseconds.)
+  const bool here = t_host_waits_next > 0 ? level >= 1 && !parallel
+                                          : level == 2 || (parallel && level == 1);
+  if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
     return;
   }
   FinishedWork finished;  // destroyed here, after the lock is released

@@ -95,10 +95,11 @@ class WorkerOnly {
   WorkerOnly& operator=(const WorkerOnly&) = delete;
 };
 
-// While one is alive on this thread (and TORCHTPU_INLINE is not 0), all work it enqueues on an
-// idle stream runs at once on this thread, small work too: the host waits for the stream right
-// after (a fused graph flushed by a synchronization or a read of its values), so handing the
-// work to the worker would only add a wake-up and a wait (docs/host-speed.md).
+// While one is alive on this thread (and TORCHTPU_INLINE is not 0), the small work it enqueues
+// on an idle stream runs at once on this thread: the host waits for the stream right after (a
+// fused graph flushed by a synchronization or a read of its values), so handing it to the
+// worker would only add a wake-up and a wait (docs/host-speed.md). Parallel work (a GEMM, a
+// large region) goes to the worker, so that a Ctrl-C during the wait for it is taken at once.
 class HostWaitsNext {
  public:
   HostWaitsNext();
