@@ -195,6 +195,9 @@ def test_the_ici_model_is_the_ring_formula(chip, chips, link, wraparound):
         assert est["launches"] == 1 and est["launches_bound_by"] == {"ici": 1}
 
 
+@pytest.mark.one_tier("the examples' launch under torchrun and their reports; DDP and FSDP2 "
+                     "training in fused eager is tested by "
+                     "test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process")
 @pytest.mark.parametrize("example", ["train_ddp.py", "train_fsdp.py"])
 def test_the_examples_train_under_torchrun(example):
     path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", example)
