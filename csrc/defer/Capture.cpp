@@ -308,22 +308,20 @@ Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
         s.local_pending.emplace(record->id, static_cast<int>(s.local_pending.size()));
     h = c10::hash_combine(h, 0x100000 + it->second);
     o.pending = std::move(record);
-  } else if (t.device().is_cpu() && t.unsafeGetTensorImpl()->is_wrapped_number()) {
-    // A Python number the binding wrapped for this call: nobody else holds it, so it keeps its
-    // value; kept as it is.
-    o.tensor = t;
-    h = c10::hash_combine(h, 7);
   } else if (t.device().is_cpu()) {
-    // A CPU scalar: its value now (a plain copy of its bytes, cheaper than clone()).
-    o.tensor = at::detail::empty_cpu({}, t.scalar_type(), std::nullopt, std::nullopt,
-                                     std::nullopt, std::nullopt);
-    if (t.numel() == 1) {
-      std::memcpy(o.tensor.data_ptr(), t.data_ptr(), t.element_size());
-    } else {
-      o.tensor = t.clone();
-    }
     if (t.unsafeGetTensorImpl()->is_wrapped_number()) {
-      o.tensor.unsafeGetTensorImpl()->set_wrapped_number(true);
+      // A Python number the binding wrapped for this call: nobody else holds it, so it keeps
+      // its value; kept as it is.
+      o.tensor = t;
+    } else {
+      // A CPU scalar: its value now (a plain copy of its bytes, cheaper than clone()).
+      o.tensor = at::detail::empty_cpu({}, t.scalar_type(), std::nullopt, std::nullopt,
+                                       std::nullopt, std::nullopt);
+      if (t.numel() == 1) {
+        std::memcpy(o.tensor.data_ptr(), t.data_ptr(), t.element_size());
+      } else {
+        o.tensor = t.clone();
+      }
     }
     h = c10::hash_combine(h, 7);
   } else {
@@ -878,8 +876,7 @@ bool record_factory(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const auto format = strided ? std::nullopt : args[5].toOptional<c10::MemoryFormat>();
   const bool plain = !strided && format.value_or(c10::MemoryFormat::Contiguous) ==
                                      c10::MemoryFormat::Contiguous;
-  if (plain && std::all_of(size.begin(), size.end(), [](int64_t n) { return n >= 0; }) &&
-      size.size() <= 16) {
+  if (plain && std::all_of(size.begin(), size.end(), [](int64_t n) { return n >= 0; })) {
     // (The result of an element-wise op's generic kernel: contiguous, sized here.)
     strides = c10::contiguous_strides(size);
     nbytes = at::detail::computeStorageNbytesContiguous(size, c10::elementSize(scalar_type));

@@ -890,15 +890,17 @@ void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
   // A graph is enqueued whole: a Ctrl-C during one of its waits for memory is taken at the next
   // wait after it, never halfway through (which would leave pending tensors without producers).
   const runtime::NoInterrupt whole;
+  // The host waits for a blocking graph next: its small work runs here on an idle stream, with
+  // no hand-off to the worker, and its parallel work goes to the worker. Any other graph's work
+  // all goes to the worker (Stream.h).
+  std::optional<runtime::HostWaitsNext> here;
+  std::optional<runtime::WorkerOnly> on_the_worker;
   if (blocking) {
-    // The host waits for the graph next: its small work runs here on an idle stream, with no
-    // hand-off to the worker; parallel work still goes to the worker (Stream.h).
-    const runtime::HostWaitsNext here;
-    Executor(nodes, keys, plan, alive_keys, blocking).run();
+    here.emplace();
   } else {
-    const runtime::WorkerOnly on_the_worker;  // (its work is not run on this thread: Stream.h)
-    Executor(nodes, keys, plan, alive_keys, blocking).run();
+    on_the_worker.emplace();
   }
+  Executor(nodes, keys, plan, alive_keys, blocking).run();
 }
 
 }  // namespace torchtpu::defer
