@@ -38,6 +38,14 @@
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/add_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/add_ops.h>
+#include <ATen/ops/div_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/div_ops.h>
+#include <ATen/ops/mul_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/mul_ops.h>
+#include <ATen/ops/sub_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/sub_ops.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -598,6 +606,98 @@ at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t re
 // built-in rule pairs CPU with CUDA and a few others but not with PrivateUse1. Dense CPU and TPU
 // tensors are made compatible here, as CPU and CUDA are.
 
+// add, sub, mul and div of two TPU tensors of one floating dtype, one shape and contiguous
+// strides: the result is a contiguous tensor of that shape and dtype, made here without the
+// TensorIterator that PyTorch's generic kernel of the functional and in-place variants builds
+// over device tensors to find it (about 2 us an op: docs/host-speed.md); the out= kernel then
+// runs, queued or recorded, as it would after that generic kernel. Any other call goes to that
+// generic kernel itself (at::compositeexplicitautogradnonfunctional), with its checks and errors.
+bool same_dense_floats(const at::Tensor& self, const at::Tensor& other) {
+  const c10::ScalarType dtype = self.scalar_type();
+  const bool floating = dtype == c10::kFloat || dtype == c10::kBFloat16 || dtype == c10::kHalf ||
+                        dtype == c10::kDouble;
+  if (!floating || other.scalar_type() != dtype || !other.is_privateuseone() ||
+      other.device() != self.device() || !self.sizes().equals(other.sizes())) {
+    return false;
+  }
+  // Exactly the contiguous strides (size-1 dimensions too: TensorIterator orders dimensions by
+  // stride), no conjugate or negative bit.
+  const auto contiguous = c10::contiguous_strides(self.sizes());
+  return self.strides().equals(contiguous) && other.strides().equals(contiguous) &&
+         !self.is_neg() && !other.is_neg() && !self.is_conj() && !other.is_conj();
+}
+// In place: `other` is another storage, or the same elements of this one (TensorIterator refuses
+// a partial overlap). (Storages are compared by identity: a pending storage of fused eager has
+// no memory to compare yet.)
+bool same_dense_floats_in_place(const at::Tensor& self, const at::Tensor& other) {
+  return same_dense_floats(self, other) &&
+         (self.storage().unsafeGetStorageImpl() != other.storage().unsafeGetStorageImpl() ||
+          self.storage_offset() == other.storage_offset());
+}
+// (A complex or boolean alpha is refused by the generic kernel's checks: it goes there.)
+bool plain_alpha(const c10::Scalar& alpha) { return !alpha.isComplex() && !alpha.isBoolean(); }
+
+at::Tensor add_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  if (!same_dense_floats(self, other) || !plain_alpha(alpha)) {
+    return at::compositeexplicitautogradnonfunctional::add(self, other, alpha);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::_ops::add_out::call(self, other, alpha, out);
+  return out;
+}
+at::Tensor& add_tensor_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  if (!same_dense_floats_in_place(self, other) || !plain_alpha(alpha)) {
+    return at::compositeexplicitautogradnonfunctional::add_(self, other, alpha);
+  }
+  at::_ops::add_out::call(self, other, alpha, self);
+  return self;
+}
+at::Tensor sub_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  if (!same_dense_floats(self, other) || !plain_alpha(alpha)) {
+    return at::compositeexplicitautogradnonfunctional::sub(self, other, alpha);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::_ops::sub_out::call(self, other, alpha, out);
+  return out;
+}
+at::Tensor& sub_tensor_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+  if (!same_dense_floats_in_place(self, other) || !plain_alpha(alpha)) {
+    return at::compositeexplicitautogradnonfunctional::sub_(self, other, alpha);
+  }
+  at::_ops::sub_out::call(self, other, alpha, self);
+  return self;
+}
+at::Tensor mul_tensor(const at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats(self, other)) {
+    return at::compositeexplicitautogradnonfunctional::mul(self, other);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::_ops::mul_out::call(self, other, out);
+  return out;
+}
+at::Tensor& mul_tensor_(at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats_in_place(self, other)) {
+    return at::compositeexplicitautogradnonfunctional::mul_(self, other);
+  }
+  at::_ops::mul_out::call(self, other, self);
+  return self;
+}
+at::Tensor div_tensor(const at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats(self, other)) {
+    return at::compositeexplicitautogradnonfunctional::div(self, other);
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::_ops::div_out::call(self, other, out);
+  return out;
+}
+at::Tensor& div_tensor_(at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats_in_place(self, other)) {
+    return at::compositeexplicitautogradnonfunctional::div_(self, other);
+  }
+  at::_ops::div_out::call(self, other, self);
+  return self;
+}
+
 bool dense_cpu_or_tpu(c10::DispatchKeySet keys) {
   constexpr auto backends = c10::DispatchKeySet(
       {c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit});
@@ -670,6 +770,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
+  // (Composites: not entries. The out= kernels they call are: counted, checked, recorded.)
+  m.impl("add.Tensor", TORCH_FN(add_tensor));
+  m.impl("add_.Tensor", TORCH_FN(add_tensor_));
+  m.impl("sub.Tensor", TORCH_FN(sub_tensor));
+  m.impl("sub_.Tensor", TORCH_FN(sub_tensor_));
+  m.impl("mul.Tensor", TORCH_FN(mul_tensor));
+  m.impl("mul_.Tensor", TORCH_FN(mul_tensor_));
+  m.impl("div.Tensor", TORCH_FN(div_tensor));
+  m.impl("div_.Tensor", TORCH_FN(div_tensor_));
 }
 
 }  // namespace torchtpu::aten

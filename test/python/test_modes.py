@@ -135,3 +135,54 @@ def test_queued_work_never_releases_python_tensors_on_its_thread():
         """
     ).stdout.strip()
     assert float(out) == sum(128.0 * i for i in range(300))
+
+
+BINARY = {
+    "add": lambda x, y: x + y, "add_alpha": lambda x, y: torch.add(x, y, alpha=-0.5),
+    "sub": lambda x, y: x - y, "sub_alpha": lambda x, y: torch.sub(x, y, alpha=2),
+    "mul": lambda x, y: x * y, "div": lambda x, y: x / y,
+}
+IN_PLACE = {
+    "add_": lambda x, y: x.add_(y), "sub_": lambda x, y: x.sub_(y, alpha=3),
+    "mul_": lambda x, y: x.mul_(y), "div_": lambda x, y: x.div_(y), "add_self": lambda x, y: x.add_(x),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_binary_ops_of_same_shape_tensors_match_the_cpu_with_its_strides(mode, dtype):
+    # add/sub/mul/div of two same-shape contiguous float tensors skip PyTorch's generic kernel
+    # (aten/Kernels.cpp): the result must still be the CPU's, values, dtype and strides, for
+    # size-1 dimensions (which TensorIterator orders by stride) and empty tensors too.
+    shapes = [(), (1,), (5,), (2, 1, 3), (1, 1), (4, 1), (1, 4), (3, 4, 1, 1), (0, 3), (2, 0, 1)]
+    with torchtpu.eager_mode(mode):
+        for shape in shapes:
+            a = torch.randn(shape).to(dtype)
+            b = (torch.randn(shape) + 3).to(dtype)
+            for name, f in BINARY.items():
+                expected, got = f(a, b), f(a.to("tpu"), b.to("tpu"))
+                assert got.stride() == expected.stride(), (name, shape)
+                assert got.dtype == expected.dtype and torch.equal(got.cpu(), expected), (name, shape)
+            for name, f in IN_PLACE.items():
+                expected, got = f(a.clone(), b), f(a.to("tpu"), b.to("tpu"))
+                assert torch.equal(got.cpu(), expected), (name, shape)
+        # Mixed dtypes, broadcasting and strided operands take PyTorch's own path.
+        x = torch.randn(4, 6)
+        for other in (torch.randn(6), torch.randn(6, 4).t(), torch.randn(4, 6).double(), 2.5):
+            other_tpu = other.to("tpu") if isinstance(other, torch.Tensor) else other
+            expected, got = x * other, x.to("tpu") * other_tpu
+            assert got.dtype == expected.dtype and got.stride() == expected.stride()
+            torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_binary_ops_keep_the_errors_of_pytorchs_generic_kernel(mode):
+    x = torch.arange(10.0, device="tpu")
+    with torchtpu.eager_mode(mode):
+        with pytest.raises(RuntimeError, match="written-to tensor refer to a single memory location"):
+            x[1:].add_(x[:-1])
+            torch.tpu.synchronize()
+        with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
+            torch.add(x, x, alpha=1j)
+        with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
+            torch.add(x, x, alpha=True)
