@@ -180,6 +180,10 @@ int inline_level_from_env() {
 std::atomic<int> g_inline{inline_level_from_env()};
 thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
 thread_local int t_host_waits_next = 0;  // HostWaitsNext guards alive on this thread
+// When the outermost HostWaitsNext on this thread was made.
+thread_local std::chrono::steady_clock::time_point t_host_waits_since;
+// How long parallel work may run on the issuing thread under HostWaitsNext (Stream.h).
+constexpr auto kHostWaitsInlineBudget = std::chrono::milliseconds(50);
 }  // namespace
 
 void set_inline_work(int level) {
@@ -188,7 +192,9 @@ void set_inline_work(int level) {
 }
 WorkerOnly::WorkerOnly() { ++t_worker_only; }
 WorkerOnly::~WorkerOnly() { --t_worker_only; }
-HostWaitsNext::HostWaitsNext() { ++t_host_waits_next; }
+HostWaitsNext::HostWaitsNext() {
+  if (t_host_waits_next++ == 0) t_host_waits_since = std::chrono::steady_clock::now();
+}
 HostWaitsNext::~HostWaitsNext() { --t_host_waits_next; }
 int inline_work() { return g_inline.load(std::memory_order_relaxed); }
 
@@ -220,10 +226,13 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then, bool parallel) {
   const int level = inline_work();
-  // (Under HostWaitsNext, parallel work still goes to the worker: a graph's long work stays
-  // interruptible by the wait that follows; its small work is done in microseconds.)
-  const bool here = t_host_waits_next > 0 ? level >= 1 && !parallel
-                                          : level == 2 || (parallel && level == 1);
+  // (Under HostWaitsNext, parallel work runs here only within the budget: past it, a graph's
+  // long work goes to the worker, and the wait that follows stays interruptible.)
+  const bool here =
+      t_host_waits_next > 0
+          ? level >= 1 && (!parallel || std::chrono::steady_clock::now() - t_host_waits_since <
+                                            kHostWaitsInlineBudget)
+          : level == 2 || (parallel && level == 1);
   if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
     return;
   }

@@ -95,11 +95,13 @@ class WorkerOnly {
   WorkerOnly& operator=(const WorkerOnly&) = delete;
 };
 
-// While one is alive on this thread (and TORCHTPU_INLINE is not 0), the small work it enqueues
-// on an idle stream runs at once on this thread: the host waits for the stream right after (a
-// fused graph flushed by a synchronization or a read of its values), so handing it to the
-// worker would only add a wake-up and a wait (docs/host-speed.md). Parallel work (a GEMM, a
-// large region) goes to the worker, so that a Ctrl-C during the wait for it is taken at once.
+// While one is alive on this thread (and TORCHTPU_INLINE is not 0), the work it enqueues on an
+// idle stream runs at once on this thread: the host waits for the stream right after (a fused
+// graph flushed by a synchronization or a read of its values), so handing it to the worker
+// would only add a wake-up and a wait (docs/host-speed.md). Parallel work (a GEMM, a large
+// region) runs here only during the first 50 ms after the outermost guard was made; later
+// parallel work goes to the worker, so that a Ctrl-C is taken within that time and one item's,
+// never after a whole graph of GEMMs run here.
 class HostWaitsNext {
  public:
   HostWaitsNext();
