@@ -368,6 +368,16 @@ def test_a_graph_flushed_by_a_synchronization_runs_on_the_issuing_thread():
     assert inline_runs() > before
     torch.testing.assert_close(y.cpu(), (x.cpu() * 1.5 + 0.25).relu() - 0.5)
 
+    # A GEMM too (parallel work: 2^18 multiply-adds, run here within the graph's first 50 ms).
+    a = torch.randn(64, 64, device="tpu")
+    w = torch.randn(64, 64, device="tpu")
+    torchtpu.sync()
+    before = inline_runs()
+    y = (a @ w).relu()
+    torchtpu.sync()
+    assert inline_runs() >= before + 1
+    torch.testing.assert_close(y.cpu(), (a.cpu() @ w.cpu()).relu())
+
     before = inline_runs()
     y = x.sigmoid() * 2
     torch.tpu.current_stream().record_event()  # flushes; the host does not wait

@@ -319,9 +319,9 @@ except KeyboardInterrupt:
 # there the 40 GEMMs run one after another as the host issues them, and Ctrl-C is taken between
 # two of them (within one GEMM's time, as on the CPU). With TORCHTPU_INLINE=0 they are queued at
 # once and the wait for them is interrupted. Fused eager records them and, at the
-# synchronization, runs the graph's small work on the issuing thread but sends its GEMMs
-# (parallel work) to the worker: the wait is interrupted (all of it run inline, the interrupt
-# came after 4.5 s).
+# synchronization, runs the graph on the issuing thread for its first 50 ms only (one GEMM here)
+# and sends the later GEMMs (parallel work) to the worker: the wait is interrupted (all of it run
+# inline, the interrupt came after 4.5 s).
 @pytest.mark.parametrize("mode,inline", [("strict", "1"), ("strict", "0"), ("fused", "1")])
 @pytest.mark.parametrize("how", ("sync", "item"))
 @pytest.mark.parametrize("then", ("exit", "continue"))
