@@ -46,6 +46,36 @@
 #include <ATen/ops/mul_ops.h>
 #include <ATen/ops/sub_compositeexplicitautogradnonfunctional_dispatch.h>
 #include <ATen/ops/sub_ops.h>
+#include <ATen/ops/sigmoid_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/tanh_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/exp_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/sqrt_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/rsqrt_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/neg_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/log_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/log_ops.h>
+#include <ATen/ops/sin_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/sin_ops.h>
+#include <ATen/ops/cos_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/cos_ops.h>
+#include <ATen/ops/reciprocal_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/silu_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/erf_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/erf_ops.h>
+#include <ATen/ops/exp2_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/exp2_ops.h>
+#include <ATen/ops/log1p_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/log1p_ops.h>
+#include <ATen/ops/expm1_compositeexplicitautogradnonfunctional_dispatch.h>
+#include <ATen/ops/expm1_ops.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/core/LegacyTypeDispatch.h>
@@ -606,25 +636,36 @@ at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t re
 // built-in rule pairs CPU with CUDA and a few others but not with PrivateUse1. Dense CPU and TPU
 // tensors are made compatible here, as CPU and CUDA are.
 
-// add, sub, mul and div of two TPU tensors of one floating dtype, one shape and contiguous
-// strides: the result is a contiguous tensor of that shape and dtype, made here without the
+// Element-wise ops of TPU tensors of one floating dtype, one shape and contiguous strides (add,
+// sub, mul and div of two such tensors or of one and a Python number; the structured unary
+// float ops): the result is a contiguous tensor of that shape and dtype, made here without the
 // TensorIterator that PyTorch's generic kernel of the functional and in-place variants builds
 // over device tensors to find it (about 2 us an op: docs/host-speed.md); the out= kernel then
 // runs, queued or recorded, as it would after that generic kernel. Any other call goes to that
 // generic kernel itself (at::compositeexplicitautogradnonfunctional), with its checks and errors.
-bool same_dense_floats(const at::Tensor& self, const at::Tensor& other) {
+bool dense_float(const at::Tensor& self) {
   const c10::ScalarType dtype = self.scalar_type();
   const bool floating = dtype == c10::kFloat || dtype == c10::kBFloat16 || dtype == c10::kHalf ||
                         dtype == c10::kDouble;
-  if (!floating || other.scalar_type() != dtype || !other.is_privateuseone() ||
-      other.device() != self.device() || !self.sizes().equals(other.sizes())) {
-    return false;
-  }
   // Exactly the contiguous strides (size-1 dimensions too: TensorIterator orders dimensions by
-  // stride), no conjugate or negative bit.
-  const auto contiguous = c10::contiguous_strides(self.sizes());
-  return self.strides().equals(contiguous) && other.strides().equals(contiguous) &&
-         !self.is_neg() && !other.is_neg() && !self.is_conj() && !other.is_conj();
+  // stride), no conjugate or negative bit, not empty (TensorIterator gives an empty result
+  // other strides: (0, 1, 0) for x + 1 of shape (2, 0, 1)).
+  return floating && self.numel() != 0 &&
+         self.strides().equals(c10::contiguous_strides(self.sizes())) && !self.is_neg() &&
+         !self.is_conj();
+}
+// A Python number the binding wrapped (a 0-dim CPU tensor): it takes the tensor's dtype, unless
+// it is complex.
+bool wrapped_real_number(const at::Tensor& other) {
+  return other.is_cpu() && other.dim() == 0 && other.unsafeGetTensorImpl()->is_wrapped_number() &&
+         !c10::isComplexType(other.scalar_type());
+}
+bool same_dense_floats(const at::Tensor& self, const at::Tensor& other) {
+  if (!self.is_privateuseone() || !dense_float(self)) return false;
+  if (wrapped_real_number(other)) return true;
+  return other.scalar_type() == self.scalar_type() && other.is_privateuseone() &&
+         other.device() == self.device() && self.sizes().equals(other.sizes()) &&
+         dense_float(other);
 }
 // In place: `other` is another storage, or the same elements of this one (TensorIterator refuses
 // a partial overlap). (Storages are compared by identity: a pending storage of fused eager has
@@ -697,6 +738,39 @@ at::Tensor& div_tensor_(at::Tensor& self, const at::Tensor& other) {
   at::_ops::div_out::call(self, other, self);
   return self;
 }
+
+#define TORCHTPU_UNARY_FLOAT_OP(op)                                     \
+  at::Tensor op##_dense(const at::Tensor& self) {                       \
+    if (!dense_float(self)) {                                           \
+      return at::compositeexplicitautogradnonfunctional::op(self);      \
+    }                                                                   \
+    at::Tensor out = at::empty(self.sizes(), self.options());           \
+    at::_ops::op##_out::call(self, out);                                \
+    return out;                                                         \
+  }                                                                     \
+  at::Tensor& op##_dense_(at::Tensor& self) {                           \
+    if (!dense_float(self)) {                                           \
+      return at::compositeexplicitautogradnonfunctional::op##_(self);   \
+    }                                                                   \
+    at::_ops::op##_out::call(self, self);                               \
+    return self;                                                        \
+  }
+TORCHTPU_UNARY_FLOAT_OP(sigmoid)
+TORCHTPU_UNARY_FLOAT_OP(tanh)
+TORCHTPU_UNARY_FLOAT_OP(exp)
+TORCHTPU_UNARY_FLOAT_OP(sqrt)
+TORCHTPU_UNARY_FLOAT_OP(rsqrt)
+TORCHTPU_UNARY_FLOAT_OP(neg)
+TORCHTPU_UNARY_FLOAT_OP(log)
+TORCHTPU_UNARY_FLOAT_OP(sin)
+TORCHTPU_UNARY_FLOAT_OP(cos)
+TORCHTPU_UNARY_FLOAT_OP(reciprocal)
+TORCHTPU_UNARY_FLOAT_OP(silu)
+TORCHTPU_UNARY_FLOAT_OP(erf)
+TORCHTPU_UNARY_FLOAT_OP(exp2)
+TORCHTPU_UNARY_FLOAT_OP(log1p)
+TORCHTPU_UNARY_FLOAT_OP(expm1)
+#undef TORCHTPU_UNARY_FLOAT_OP
 
 bool dense_cpu_or_tpu(c10::DispatchKeySet keys) {
   constexpr auto backends = c10::DispatchKeySet(
@@ -779,6 +853,36 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mul_.Tensor", TORCH_FN(mul_tensor_));
   m.impl("div.Tensor", TORCH_FN(div_tensor));
   m.impl("div_.Tensor", TORCH_FN(div_tensor_));
+  m.impl("sigmoid", TORCH_FN(sigmoid_dense));
+  m.impl("sigmoid_", TORCH_FN(sigmoid_dense_));
+  m.impl("tanh", TORCH_FN(tanh_dense));
+  m.impl("tanh_", TORCH_FN(tanh_dense_));
+  m.impl("exp", TORCH_FN(exp_dense));
+  m.impl("exp_", TORCH_FN(exp_dense_));
+  m.impl("sqrt", TORCH_FN(sqrt_dense));
+  m.impl("sqrt_", TORCH_FN(sqrt_dense_));
+  m.impl("rsqrt", TORCH_FN(rsqrt_dense));
+  m.impl("rsqrt_", TORCH_FN(rsqrt_dense_));
+  m.impl("neg", TORCH_FN(neg_dense));
+  m.impl("neg_", TORCH_FN(neg_dense_));
+  m.impl("log", TORCH_FN(log_dense));
+  m.impl("log_", TORCH_FN(log_dense_));
+  m.impl("sin", TORCH_FN(sin_dense));
+  m.impl("sin_", TORCH_FN(sin_dense_));
+  m.impl("cos", TORCH_FN(cos_dense));
+  m.impl("cos_", TORCH_FN(cos_dense_));
+  m.impl("reciprocal", TORCH_FN(reciprocal_dense));
+  m.impl("reciprocal_", TORCH_FN(reciprocal_dense_));
+  m.impl("silu", TORCH_FN(silu_dense));
+  m.impl("silu_", TORCH_FN(silu_dense_));
+  m.impl("erf", TORCH_FN(erf_dense));
+  m.impl("erf_", TORCH_FN(erf_dense_));
+  m.impl("exp2", TORCH_FN(exp2_dense));
+  m.impl("exp2_", TORCH_FN(exp2_dense_));
+  m.impl("log1p", TORCH_FN(log1p_dense));
+  m.impl("log1p_", TORCH_FN(log1p_dense_));
+  m.impl("expm1", TORCH_FN(expm1_dense));
+  m.impl("expm1_", TORCH_FN(expm1_dense_));
 }
 
 }  // namespace torchtpu::aten
