@@ -664,6 +664,9 @@ void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTrait
   }
   if (out_index < 0) return;
   const at::Tensor& out = args[out_index].toTensor();
+  // An empty result of the broadcast shape already (x + 1 of shape (2, 0, 1): PyTorch's generic
+  // kernel made it (0, 1, 0)-strided) is not resized by the kernel: its strides stay.
+  if (out.sizes() == c10::IntArrayRef(shape)) return;
   std::vector<at::Tensor> inputs;
   inputs.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {

@@ -39,6 +39,9 @@ import torch
 import torchtpu
 
 SHAPES = [(8, 16), (16,), (1, 16), (8, 1), (4, 8, 16), (33, 7)]
+# An empty tensor in place of some inputs (gen_program's `empty`; most shapes do not broadcast
+# with it: the errors are compared).
+EMPTY_SHAPE = (8, 0, 1)
 UNARY = ["relu", "sigmoid", "tanh", "neg", "abs", "exp_clamped", "sin", "square"]
 BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
 
@@ -53,18 +56,23 @@ WEIGHTS = [4, 5, 3, 2, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1]
 SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
-def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True):
+def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True,
+                empty: bool = True):
     """`attention`: the steps added since the first regression seeds were found: some matmul
     steps become scaled-dot-product attention and some cast steps a detour through complex128
     (16-byte values inside fused regions), each chosen by a generator of its own so that the
     rest of the program is the same for a seed with or without them (the regression seeds
-    replay programs found before those steps existed, without them)."""
+    replay programs found before those steps existed, without them). `empty`: an input is
+    sometimes EMPTY_SHAPE instead, chosen the same way (the rest of the program unchanged)."""
     rng = random.Random(seed)
+    empty_rng = random.Random(seed * 31 + 7)
     inputs = []
     for _ in range(rng.randint(2, 4)):
         shape = rng.choice(SHAPES)
-        inputs.append({"shape": shape, "transposed": len(shape) == 2 and rng.random() < 0.3,
-                       "dtype": "float32"})
+        transposed = len(shape) == 2 and rng.random() < 0.3
+        if empty and empty_rng.random() < 0.1:
+            shape, transposed = EMPTY_SHAPE, False
+        inputs.append({"shape": shape, "transposed": transposed, "dtype": "float32"})
     steps = []
     n = len(inputs)
     for _ in range(length):
@@ -261,10 +269,10 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
 
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
-          attention: bool = True) -> str | None:
+          attention: bool = True, empty: bool = True) -> str | None:
     """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
     mismatch, or None."""
-    program = gen_program(seed, length, attention=attention)
+    program = gen_program(seed, length, attention=attention, empty=empty)
     if show:
         for s in program[1]:
             print(s)
@@ -312,7 +320,10 @@ def compare_results(what, reference, result, strides) -> str | None:
     for i, (r, g) in enumerate(zip(ref, got)):
         if r.shape != g.shape or r.dtype != g.dtype:
             return f"{what}: value {i} is {g.dtype}{tuple(g.shape)}, CPU {r.dtype}{tuple(r.shape)}"
-        if strides is not None and ([st for st, n in zip(strides[i], r.shape) if n > 1] !=
+        # (Not for empty values, whose strides address nothing: fused eager lays out relu of a
+        # (0, 1, 0)-strided empty tensor as PyTorch's meta kernel does, (0, 1, 0), the CPU kernel
+        # contiguously.)
+        if strides is not None and r.numel() > 0 and ([st for st, n in zip(strides[i], r.shape) if n > 1] !=
                                     [st for st, n in zip(r.stride(), r.shape) if n > 1]):
             # layouts are PyTorch semantics too (and decide where a dropout mask lands)
             return f"{what}: value {i} has strides {strides[i]}, CPU {r.stride()}"
@@ -344,7 +355,7 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
     dynamic=True, so every size is symbolic and each graph is first priced at its bucket's sizes
     (docs/compiled-mode.md, "Buckets": a capture on padded copies of the inputs), which must
     change nothing the program computes or writes."""
-    inputs, steps = gen_program(seed, length)
+    inputs, steps = gen_program(seed, length, empty=False)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     value_seeds = (seed, seed + 100_000)
     references = []
