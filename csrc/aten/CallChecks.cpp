@@ -187,6 +187,17 @@ void scaled_mm_checks(const Stack& stack, size_t base) {
               "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
 }
 
+// Antialiased bilinear and bicubic interpolation: the CPU kernel computes its weights in the
+// input's dtype, float32 and float64 only (raised at the call as on the CPU: fused eager would
+// otherwise drop the failing op with its unused result).
+void antialias_upsample_checks(const Stack& stack, size_t base) {
+  const at::Tensor& input = stack[base].toTensor();
+  const c10::ScalarType dtype = input.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype != c10::kBFloat16 && dtype != c10::kHalf,
+                              "\"compute_index_ranges_weights\" not implemented for '",
+                              c10::toString(dtype), "'");
+}
+
 using Specific = void (*)(const Stack&, size_t);
 
 const std::unordered_map<std::string_view, Specific>& specific_checks() {
@@ -218,6 +229,10 @@ const std::unordered_map<std::string_view, Specific>& specific_checks() {
       {"aten::cat.out", cat_out_checks},
       {"aten::_scaled_mm", scaled_mm_checks},
       {"aten::_scaled_mm.out", scaled_mm_checks},
+      {"aten::_upsample_bilinear2d_aa", antialias_upsample_checks},
+      {"aten::_upsample_bilinear2d_aa.out", antialias_upsample_checks},
+      {"aten::_upsample_bicubic2d_aa", antialias_upsample_checks},
+      {"aten::_upsample_bicubic2d_aa.out", antialias_upsample_checks},
   };
   return table;
 }

@@ -203,3 +203,20 @@ def test_binary_ops_keep_the_errors_of_pytorchs_generic_kernel(mode):
             torch.add(x, x, alpha=1j)
         with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
             torch.add(x, x, alpha=True)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_a_dtype_the_cpu_kernel_lacks_is_refused_at_the_call_even_when_the_result_is_unused(mode):
+    # Antialiased bilinear interpolation has no bfloat16 CPU kernel. Fused eager used to drop the
+    # op (its result unused) and with it the error the CPU raises (found by the OpInfo sweep).
+    x = torch.randn(2, 3, 34, 45, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="not implemented for 'BFloat16'"):
+        torch.nn.functional.interpolate(x, size=(27, 27), mode="bilinear", antialias=True)
+    with torchtpu.eager_mode(mode):
+        with pytest.raises(NotImplementedError, match="not implemented for 'BFloat16'"):
+            torch.nn.functional.interpolate(x.to("tpu"), size=(27, 27), mode="bilinear", antialias=True)
+            torchtpu.sync()
+        y = torch.nn.functional.interpolate(x.float().to("tpu"), size=(27, 27), mode="bilinear",
+                                            antialias=True)
+        torch.testing.assert_close(y.cpu(), torch.nn.functional.interpolate(
+            x.float(), size=(27, 27), mode="bilinear", antialias=True))
