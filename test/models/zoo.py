@@ -616,6 +616,7 @@ def run_one(model_type: str, causal: bool, modes: list[str]) -> list[dict]:
     import torchtpu
 
     torchtpu.set_fallback_mode("silent")
+    start = time.perf_counter()
     result, ref = cpu_reference(model_type, causal)
     reason = result.get("reason", "")
     if ref is None and (reason.startswith(("CPU side (config)", "CPU side (build)", "CPU side (forward)"))
@@ -625,9 +626,16 @@ def run_one(model_type: str, causal: bool, modes: list[str]) -> list[dict]:
         again, ref = cpu_reference(model_type, causal, harder=True)
         if ref is not None:
             result = again
+    cpu_seconds = round(time.perf_counter() - start, 2)
     if ref is None:
         return [{**result, "mode": m} for m in modes]
-    return [{**result, "mode": m, **run_on_tpu(ref, m)} for m in modes]
+    rows = []
+    for m in modes:
+        start = time.perf_counter()
+        row = {**result, "mode": m, **run_on_tpu(ref, m)}
+        # (the CPU reference's time and each mode's: what the sweep's wall time is made of)
+        rows.append({**row, "cpu_seconds": cpu_seconds, "tpu_seconds": round(time.perf_counter() - start, 2)})
+    return rows
 
 
 def model_types() -> list[tuple[str, bool]]:
