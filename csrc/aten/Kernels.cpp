@@ -678,64 +678,40 @@ bool same_dense_floats_in_place(const at::Tensor& self, const at::Tensor& other)
 // (A complex or boolean alpha is refused by the generic kernel's checks: it goes there.)
 bool plain_alpha(const c10::Scalar& alpha) { return !alpha.isComplex() && !alpha.isBoolean(); }
 
-at::Tensor add_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (!same_dense_floats(self, other) || !plain_alpha(alpha)) {
-    return at::compositeexplicitautogradnonfunctional::add(self, other, alpha);
-  }
+// add and sub (with alpha), mul and div: the functional and in-place variants, by the generic
+// kernels they fall back to and the out= op they call.
+using GenericAlpha = at::Tensor (*)(const at::Tensor&, const at::Tensor&, const c10::Scalar&);
+using GenericAlphaInPlace = at::Tensor& (*)(at::Tensor&, const at::Tensor&, const c10::Scalar&);
+using Generic = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+using GenericInPlace = at::Tensor& (*)(at::Tensor&, const at::Tensor&);
+
+template <GenericAlpha generic, class Out>
+at::Tensor dense_with_alpha(const at::Tensor& self, const at::Tensor& other,
+                            const c10::Scalar& alpha) {
+  if (!same_dense_floats(self, other) || !plain_alpha(alpha)) return generic(self, other, alpha);
   at::Tensor out = at::empty(self.sizes(), self.options());
-  at::_ops::add_out::call(self, other, alpha, out);
+  Out::call(self, other, alpha, out);
   return out;
 }
-at::Tensor& add_tensor_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
+template <GenericAlphaInPlace generic, class Out>
+at::Tensor& dense_with_alpha_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
   if (!same_dense_floats_in_place(self, other) || !plain_alpha(alpha)) {
-    return at::compositeexplicitautogradnonfunctional::add_(self, other, alpha);
+    return generic(self, other, alpha);
   }
-  at::_ops::add_out::call(self, other, alpha, self);
+  Out::call(self, other, alpha, self);
   return self;
 }
-at::Tensor sub_tensor(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (!same_dense_floats(self, other) || !plain_alpha(alpha)) {
-    return at::compositeexplicitautogradnonfunctional::sub(self, other, alpha);
-  }
+template <Generic generic, class Out>
+at::Tensor dense(const at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats(self, other)) return generic(self, other);
   at::Tensor out = at::empty(self.sizes(), self.options());
-  at::_ops::sub_out::call(self, other, alpha, out);
+  Out::call(self, other, out);
   return out;
 }
-at::Tensor& sub_tensor_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha) {
-  if (!same_dense_floats_in_place(self, other) || !plain_alpha(alpha)) {
-    return at::compositeexplicitautogradnonfunctional::sub_(self, other, alpha);
-  }
-  at::_ops::sub_out::call(self, other, alpha, self);
-  return self;
-}
-at::Tensor mul_tensor(const at::Tensor& self, const at::Tensor& other) {
-  if (!same_dense_floats(self, other)) {
-    return at::compositeexplicitautogradnonfunctional::mul(self, other);
-  }
-  at::Tensor out = at::empty(self.sizes(), self.options());
-  at::_ops::mul_out::call(self, other, out);
-  return out;
-}
-at::Tensor& mul_tensor_(at::Tensor& self, const at::Tensor& other) {
-  if (!same_dense_floats_in_place(self, other)) {
-    return at::compositeexplicitautogradnonfunctional::mul_(self, other);
-  }
-  at::_ops::mul_out::call(self, other, self);
-  return self;
-}
-at::Tensor div_tensor(const at::Tensor& self, const at::Tensor& other) {
-  if (!same_dense_floats(self, other)) {
-    return at::compositeexplicitautogradnonfunctional::div(self, other);
-  }
-  at::Tensor out = at::empty(self.sizes(), self.options());
-  at::_ops::div_out::call(self, other, out);
-  return out;
-}
-at::Tensor& div_tensor_(at::Tensor& self, const at::Tensor& other) {
-  if (!same_dense_floats_in_place(self, other)) {
-    return at::compositeexplicitautogradnonfunctional::div_(self, other);
-  }
-  at::_ops::div_out::call(self, other, self);
+template <GenericInPlace generic, class Out>
+at::Tensor& dense_(at::Tensor& self, const at::Tensor& other) {
+  if (!same_dense_floats_in_place(self, other)) return generic(self, other);
+  Out::call(self, other, self);
   return self;
 }
 
@@ -845,14 +821,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
   // (Composites: not entries. The out= kernels they call are: counted, checked, recorded.)
-  m.impl("add.Tensor", TORCH_FN(add_tensor));
-  m.impl("add_.Tensor", TORCH_FN(add_tensor_));
-  m.impl("sub.Tensor", TORCH_FN(sub_tensor));
-  m.impl("sub_.Tensor", TORCH_FN(sub_tensor_));
-  m.impl("mul.Tensor", TORCH_FN(mul_tensor));
-  m.impl("mul_.Tensor", TORCH_FN(mul_tensor_));
-  m.impl("div.Tensor", TORCH_FN(div_tensor));
-  m.impl("div_.Tensor", TORCH_FN(div_tensor_));
+  namespace generic = at::compositeexplicitautogradnonfunctional;
+  m.impl("add.Tensor", TORCH_FN((dense_with_alpha<&generic::add, at::_ops::add_out>)));
+  m.impl("add_.Tensor", TORCH_FN((dense_with_alpha_<&generic::add_, at::_ops::add_out>)));
+  m.impl("sub.Tensor", TORCH_FN((dense_with_alpha<&generic::sub, at::_ops::sub_out>)));
+  m.impl("sub_.Tensor", TORCH_FN((dense_with_alpha_<&generic::sub_, at::_ops::sub_out>)));
+  m.impl("mul.Tensor", TORCH_FN((dense<&generic::mul, at::_ops::mul_out>)));
+  m.impl("mul_.Tensor", TORCH_FN((dense_<&generic::mul_, at::_ops::mul_out>)));
+  m.impl("div.Tensor", TORCH_FN((dense<&generic::div, at::_ops::div_out>)));
+  m.impl("div_.Tensor", TORCH_FN((dense_<&generic::div_, at::_ops::div_out>)));
   m.impl("sigmoid", TORCH_FN(sigmoid_dense));
   m.impl("sigmoid_", TORCH_FN(sigmoid_dense_));
   m.impl("tanh", TORCH_FN(tanh_dense));
