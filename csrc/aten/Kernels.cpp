@@ -1,7 +1,8 @@
 // Native PrivateUse1 kernels of the runtime layer: factories, copies, views, scalar reads, fills
 // and the random fills that use the device generator. Every other aten op reaches the CPU
 // fallback (Fallback.cpp) until it has a kernel of its own; the matmul family and convolutions
-// are in Matmul.cpp, the VPU ops in HostExecution.cpp.
+// are in Matmul.cpp, the VPU ops in HostExecution.cpp. The element-wise fast path below sizes
+// the results of common element-wise ops without PyTorch's generic kernel.
 #include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/HostAlias.h"
@@ -631,11 +632,6 @@ at::Tensor mse_loss(const at::Tensor& self, const at::Tensor& target, int64_t re
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shallow copies between CPU and TPU tensors. Tensor::set_data (used by C++
-// torch::nn::Module::to and clone(device)) requires _has_compatible_shallow_copy_type, whose
-// built-in rule pairs CPU with CUDA and a few others but not with PrivateUse1. Dense CPU and TPU
-// tensors are made compatible here, as CPU and CUDA are.
-
 // Element-wise ops of TPU tensors of one floating dtype, one shape and contiguous strides (add,
 // sub, mul and div of two such tensors or of one and a Python number; the structured unary
 // float ops): the result is a contiguous tensor of that shape and dtype, made here without the
@@ -747,6 +743,12 @@ TORCHTPU_UNARY_FLOAT_OP(exp2)
 TORCHTPU_UNARY_FLOAT_OP(log1p)
 TORCHTPU_UNARY_FLOAT_OP(expm1)
 #undef TORCHTPU_UNARY_FLOAT_OP
+
+// ---------------------------------------------------------------------------------------------
+// Shallow copies between CPU and TPU tensors. Tensor::set_data (used by C++
+// torch::nn::Module::to and clone(device)) requires _has_compatible_shallow_copy_type, whose
+// built-in rule pairs CPU with CUDA and a few others but not with PrivateUse1. Dense CPU and TPU
+// tensors are made compatible here, as CPU and CUDA are.
 
 bool dense_cpu_or_tpu(c10::DispatchKeySet keys) {
   constexpr auto backends = c10::DispatchKeySet(
