@@ -145,7 +145,9 @@ BINARY = {
     "add_number": lambda x, y: x + 0.25, "rsub_number": lambda x, y: 1 - x,
     "mul_number": lambda x, y: x * 3, "div_number": lambda x, y: x / 1.5, "mul_bool": lambda x, y: x * True,
 }
-FOUR_OPS = {"add", "add_alpha", "sub", "sub_alpha", "mul", "div"}
+# Exact in IEEE arithmetic: compared bit for bit (the others within the dtype's tolerance).
+EXACT = {"add", "add_alpha", "sub", "sub_alpha", "mul", "div", "add_number", "rsub_number",
+         "mul_number", "div_number", "mul_bool", "neg"}
 UNARY = ["sigmoid", "tanh", "exp", "sqrt", "rsqrt", "neg", "log", "sin", "cos", "reciprocal", "erf",
          "exp2", "log1p", "expm1"]
 for _name in UNARY:
@@ -178,11 +180,15 @@ def test_binary_ops_of_same_shape_tensors_match_the_cpu_with_its_strides(mode, d
                 assert got.dtype == expected.dtype, (name, shape)
                 # (bit for bit but for the transcendental ones: the VPU kernels' vectorization
                 # of a block may differ from the CPU's by an ulp)
-                torch.testing.assert_close(got.cpu(), expected, rtol=0 if name in FOUR_OPS else None,
-                                           atol=0 if name in FOUR_OPS else None, equal_nan=True)
+                exact = name in EXACT
+                torch.testing.assert_close(got.cpu(), expected, rtol=0 if exact else None,
+                                           atol=0 if exact else None, equal_nan=True)
             for name, f in IN_PLACE.items():
                 expected, got = f(a.clone(), b), f(a.to("tpu"), b.to("tpu"))
-                torch.testing.assert_close(got.cpu(), expected, equal_nan=True)
+                exact = name in ("add_", "sub_", "mul_", "div_", "add_self", "mul_number_",
+                                 "sub_number_", "neg_")
+                torch.testing.assert_close(got.cpu(), expected, rtol=0 if exact else None,
+                                           atol=0 if exact else None, equal_nan=True)
         # Mixed dtypes, broadcasting and strided operands take PyTorch's own path.
         x = torch.randn(4, 6)
         for other in (torch.randn(6), torch.randn(6, 4).t(), torch.randn(4, 6).double(), 2.5):
