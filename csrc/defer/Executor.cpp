@@ -18,6 +18,7 @@
 #include "runtime/Stream.h"
 #include "sim/CostModel.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
@@ -33,7 +34,6 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace torchtpu::defer {
 namespace {
@@ -77,11 +77,11 @@ std::string error_context(const std::string& name, const std::string& location) 
          ", run from a recorded graph (fused eager, or a compiled program): ";
 }
 
-// How a fused op reaches one operand in a block.
+// How a fused op reaches one operand in a block. (What it reaches at a run is bound then:
+// FusedRegion::hosts and ::wholes.)
 struct Source {
   enum Kind { undefined, whole, mapped, block } kind = undefined;
-  at::Tensor tensor;     // whole
-  c10::Storage host;     // mapped: host storage over the device memory
+  int bind = -1;         // whole: the index in FusedRegion::wholes; mapped: in ::hosts
   Geometry g;
   int slot = -1;         // block
   bool first = false;    // block: the first access of its value in the region (a write)
@@ -90,15 +90,14 @@ struct Source {
 struct FusedOp {
   c10::OperatorHandle op;
   const std::string* name = &kUnnamed;  // (Node::name)
-  std::string location;
-  torch::jit::Stack args;
+  int node = -1;
+  // The arguments of the op run when they are not its node's (relu run as clamp_min.out).
+  std::optional<torch::jit::Stack> own_args;
   std::vector<Source> operands;
   std::vector<Source> results;
   bool copy = false;
+  bool out_overload = false;  // the op run is an ".out" overload
   aten::PointwiseFn fn = aten::PointwiseFn::none;  // of the op run (OpTraits)
-  // Set when the op runs in the register-level loop (FusedLoop.h): its instruction, whose
-  // operands are the operand indices here (b = -1 for a unary op).
-  std::optional<loop::Instr> simple;
   explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
 };
 
@@ -126,26 +125,44 @@ bool loop_tensor(const Source& s, c10::IntArrayRef shape) {
   return true;
 }
 
+// A 0-dim operand passed whole, of a real dtype scalar_value() reads.
 bool loop_scalar(const Source& s) {
-  return s.kind == Source::whole && s.tensor.defined() && s.tensor.is_cpu() &&
-         s.tensor.dim() == 0 && !c10::isComplexType(s.tensor.scalar_type()) &&
-         s.tensor.scalar_type() != c10::kBool;
+  if (s.kind != Source::whole || !s.g.smap.empty()) return false;
+  switch (s.g.dtype) {
+    case c10::kFloat: case c10::kDouble: case c10::kHalf: case c10::kBFloat16:
+    case c10::kByte: case c10::kChar: case c10::kShort: case c10::kInt: case c10::kLong:
+      return true;
+    default:
+      return false;
+  }
 }
 
-// The loop instruction of an op, when it has one: (op, a, b, out) over operand indices.
-std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef shape,
-                                            const std::unordered_set<int>& not_in_buffer) {
+// The value of a 0-dim host tensor (a CPU scalar, or a 0-dim operand over device memory, which
+// only holds its value when the region runs), as the loop takes it.
+float scalar_value(const at::Tensor& t) {
+  float v = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(c10::kHalf, c10::kBFloat16, t.scalar_type(), "scalar_value", [&] {
+    v = static_cast<float>(*t.const_data_ptr<scalar_t>());
+  });
+  return v;
+}
+
+// The loop instruction of an op run with `args`, when it has one: (op, a, b, out) over operand
+// indices. `not_in_buffer`: per block slot, whether it holds a kernel's new result.
+std::optional<loop::Instr> loop_instruction(const FusedOp& f, const torch::jit::Stack& args,
+                                            c10::IntArrayRef shape,
+                                            const std::vector<char>& not_in_buffer) {
   if (!loop_available() || f.copy || !f.results.empty()) return std::nullopt;
   auto tensor_ok = [&](const Source& s) {
-    return loop_tensor(s, shape) && !(s.kind == Source::block && not_in_buffer.count(s.slot));
+    return loop_tensor(s, shape) && !(s.kind == Source::block && not_in_buffer[s.slot]);
   };
   auto alpha = [&](size_t i) {
-    return f.args.size() > i && f.args[i].isScalar() ? f.args[i].toScalar().toDouble() : 1.0;
+    return args.size() > i && args[i].isScalar() ? args[i].toScalar().toDouble() : 1.0;
   };
   const auto& o = f.operands;
   // The ".out" overloads: operands are (inputs..., out). (By the op run, not the op recorded:
   // relu runs as clamp_min.out.)
-  if (f.op.schema().overload_name() != "out") return std::nullopt;
+  if (!f.out_overload) return std::nullopt;
   using Fn = aten::PointwiseFn;
   const Fn fn = f.fn;
   switch (fn) {
@@ -178,8 +195,8 @@ std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef s
       if (o.size() != 2 || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
       return loop::Instr{fn == Fn::neg ? loop::Op::neg : loop::Op::abs, 1, 0, -1};
     case Fn::clamp_min: {  // clamp_min.out(self, Scalar min, out), and relu
-      if (o.size() != 2 || f.args.size() != 3 || !f.args[1].isScalar()) return std::nullopt;
-      const double m = f.args[1].toScalar().toDouble();
+      if (o.size() != 2 || args.size() != 3 || !args[1].isScalar()) return std::nullopt;
+      const double m = args[1].toScalar().toDouble();
       if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
       return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
     }
@@ -189,11 +206,57 @@ std::optional<loop::Instr> loop_instruction(const FusedOp& f, c10::IntArrayRef s
   return std::nullopt;
 }
 
-struct FusedRegion {
+}  // namespace
+
+// What a fused region is made of that depends on its plan alone: its ops and how they reach
+// their operands, its cost. Made at the region's first run and kept with the plan
+// (Plan::executable), so that a cached plan's later runs only bind storages and arguments.
+struct RegionTemplate {
   Dims shape;
+  int64_t numel = 1;
   std::vector<FusedOp> ops;
   int slots = 0;  // block buffers per thread
   int64_t block_item = 1;  // the largest element size of a block value (complex128: 16)
+  std::vector<char> not_in_buffer;  // per slot: holds a kernel's new result (not the loop's)
+  // The device storages the region reads or writes in memory, in order of first use: pending
+  // key (or external key, found through the operand `index` of `node`: ~j for result j), and
+  // the bytes its operands reach.
+  struct Host {
+    int key = 0;
+    int node = 0;
+    int index = 0;
+    int64_t reach = 0;
+  };
+  std::vector<Host> hosts;
+  // 0-dim operands passed whole: a CPU scalar (host -1, the operand's own tensor) or a view of
+  // element `offset` of a host storage.
+  struct Whole {
+    int node = 0;
+    int index = 0;
+    int host = -1;
+    int64_t offset = 0;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+  };
+  std::vector<Whole> wholes;
+  // Cost: VPU units of the ops, HBM bytes of the storages in memory (each once), the bytes of
+  // a matmul prologue's or a reduction epilogue's value kept in the region.
+  double units = 0, emulated_units = 0, bytes = 0;
+  double prologue_result_bytes = 0, reduction_input_bytes = 0;
+  bool conv_in_host_memory = false;  // the prologue is a convolution writing host memory
+  std::vector<const std::string*> emulated;  // ops run emulated (float64, complex)
+  std::string launch_name;
+};
+
+namespace {
+
+// One run of a fused region: its template bound to this graph's storages and arguments.
+struct FusedRegion {
+  std::shared_ptr<const RegionTemplate> t;
+  std::vector<torch::jit::Stack> args;              // per op
+  std::vector<std::optional<loop::Instr>> simple;   // per op: its loop instruction, if any
+  std::vector<std::string> locations;               // per op (Node::location)
+  std::vector<c10::Storage> hosts;                  // host storages over t->hosts' memory
+  std::vector<at::Tensor> wholes;                   // per t->wholes
   std::vector<c10::Storage> keep;  // device storages whose memory the region uses
   void run() const;
 };
@@ -308,10 +371,17 @@ void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
   }
 }
 
+// The block buffers of the thread running a fused region's blocks, kept for its next region
+// (up to kKeptBufferBytes: allocating them was a fifth of a small region's run).
+constexpr int64_t kKeptBufferBytes = int64_t(8) << 20;
+thread_local std::vector<at::Tensor> t_block_buffers;
+
 void FusedRegion::run() const {
+  const Dims& shape = t->shape;
+  const std::vector<FusedOp>& ops = t->ops;
+  const int slots = t->slots;
   const int64_t dims = static_cast<int64_t>(shape.size());
-  int64_t numel = 1;
-  for (int64_t s : shape) numel *= s;
+  const int64_t numel = t->numel;
   if (numel == 0) return;
   // Blocking: dimensions after `d` whole, dimension `d` in chunks, dimensions before it one
   // index at a time.
@@ -329,10 +399,24 @@ void FusedRegion::run() const {
     // Kernels run on one block each: no nested intra-op parallelism (it would oversubscribe).
     const c10::ParallelGuard serial(true);
     const SerialOpenMP serial_omp;
-    std::vector<at::Tensor> buffers(slots);
+    // (Taken from the thread for the region's run: a kernel that runs a region inside a block
+    // would find none and allocate its own.)
+    std::vector<at::Tensor> buffers = std::move(t_block_buffers);
+    const int64_t buffer_bytes = max_block * t->block_item;
+    if (static_cast<int>(buffers.size()) < slots) buffers.resize(slots);
     for (int i = 0; i < slots; ++i) {
-      buffers[i] = at::empty({max_block * block_item}, at::TensorOptions().dtype(at::kByte));
+      if (!buffers[i].defined() || buffers[i].numel() < buffer_bytes) {
+        buffers[i] = at::empty({buffer_bytes}, at::TensorOptions().dtype(at::kByte));
+      }
     }
+    struct GiveBack {
+      std::vector<at::Tensor>& buffers;
+      ~GiveBack() {
+        int64_t kept = 0;
+        for (const at::Tensor& b : buffers) kept += b.defined() ? b.numel() : 0;
+        if (kept <= kKeptBufferBytes && t_block_buffers.empty()) t_block_buffers = std::move(buffers);
+      }
+    } give_back{buffers};
     std::vector<at::Tensor> values(slots);
     std::vector<loop::Instr> instrs;
     std::vector<float*> ptrs;
@@ -369,7 +453,7 @@ void FusedRegion::run() const {
       auto view = [&](const Source& s) -> at::Tensor {
         switch (s.kind) {
           case Source::undefined: return at::Tensor();
-          case Source::whole: return s.tensor;
+          case Source::whole: return wholes[s.bind];
           case Source::mapped: {
             int64_t offset = s.g.offset;
             if (dims > 0) {
@@ -379,7 +463,7 @@ void FusedRegion::run() const {
             } else {
               bstrides.clear();
             }
-            return host_view(s.host, s.g.dtype, offset, bsizes, bstrides);
+            return host_view(hosts[s.bind], s.g.dtype, offset, bsizes, bstrides);
           }
           case Source::block: {
             at::Tensor& v = values[s.slot];
@@ -393,7 +477,7 @@ void FusedRegion::run() const {
       };
       for (size_t k = 0; k < ops.size(); ++k) {
         const FusedOp& f = ops[k];
-        if (f.simple) {
+        if (simple[k]) {
           // A run of loop instructions, in one pass over the block.
           size_t end = k;
           instrs.clear();
@@ -407,7 +491,7 @@ void FusedRegion::run() const {
             const int e = static_cast<int>(ptrs.size()) - 1;
             if (s.kind == Source::whole) {
               flags[e] = true;
-              scalars[e] = s.tensor.item().toFloat();
+              scalars[e] = scalar_value(wholes[s.bind]);
             } else if (s.kind == Source::block) {
               ptrs[e] = static_cast<float*>(buffers[s.slot].data_ptr());
               values[s.slot] = at::Tensor();  // (written here: views are remade)
@@ -417,18 +501,18 @@ void FusedRegion::run() const {
                 for (int64_t j = 0; j < d; ++j) offset += index[j] * s.g.smap[j];
                 offset += start * s.g.smap[d];
               }
-              ptrs[e] = static_cast<float*>(s.host.mutable_data()) + offset;
+              ptrs[e] = static_cast<float*>(hosts[s.bind].mutable_data()) + offset;
             }
             return e;
           };
-          for (; end < ops.size() && ops[end].simple; ++end) {
+          for (; end < ops.size() && simple[end]; ++end) {
             const FusedOp& g = ops[end];
-            loop::Instr in = *g.simple;
+            loop::Instr in = *simple[end];
             in.out = entry(g.operands[in.out]);
             in.a = entry(g.operands[in.a]);
             if (in.op == loop::Op::clamp_min) {
               ptrs.push_back(nullptr);
-              scalars.push_back(static_cast<float>(g.args[1].toScalar().toDouble()));
+              scalars.push_back(static_cast<float>(args[end][1].toScalar().toDouble()));
               flags.push_back(true);
               in.b = static_cast<int>(ptrs.size()) - 1;
             } else if (in.b >= 0) {
@@ -444,7 +528,7 @@ void FusedRegion::run() const {
           continue;
         }
         try {
-          torch::jit::Stack stack = f.args;
+          torch::jit::Stack stack = args[k];
           size_t i = 0;
           for_each_tensor_slot(stack, [&](at::Tensor& t) { t = view(f.operands[i++]); });
           if (f.copy) {
@@ -462,7 +546,7 @@ void FusedRegion::run() const {
           }
         } catch (const c10::Error&) {
           runtime::rethrow_with_context(std::current_exception(),
-                                        error_context(*f.name, f.location));
+                                        error_context(*f.name, locations[k]));
         }
       }
     }
@@ -485,7 +569,7 @@ class Executor {
       const Region& region = plan_.regions[r];
       enter_stream_of(region);
       if (region.fused) {
-        run_fused(region);
+        run_fused(r);
       } else {
         replay(region.nodes[0]);
       }
@@ -615,121 +699,123 @@ class Executor {
     device_view(storage(k), o).copy_(real);
   }
 
-  // The host storage over the memory of an operand's device storage: one per storage in a
-  // region (the operands of a storage share it), the device storage kept alive with the region.
-  const c10::Storage& host_storage_of(const Operand& o, int key, FusedRegion& region) {
-    auto it = host_storages_.find(key);
-    if (it == host_storages_.end()) {
-      c10::Storage device_storage = key >= 0 ? storage(key) : o.tensor.storage();
-      it = host_storages_.emplace(key, host_storage_over(device_storage)).first;
-      region.keep.push_back(std::move(device_storage));
-    }
-    return it->second;
+  const Operand& operand_at(int node, int index) const {
+    const Node& n = nodes_[node];
+    return index >= 0 ? n.operands[index] : n.results[~index];
   }
 
-  Source source_of(const Operand& o, int key, c10::IntArrayRef shape,
-                   std::shared_ptr<FusedRegion>& region) {
-    Source s;
-    if (!o.defined()) return s;
-    s.g = geometry_of(o, shape);
-    if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
-      s.kind = Source::block;
-      s.slot = plan_.slot[key];
-      s.first = seen_blocks_.insert(key).second;
-      region->slots = std::max(region->slots, s.slot + 1);
-      region->block_item =
-          std::max<int64_t>(region->block_item, static_cast<int64_t>(c10::elementSize(o.dtype)));
-      return s;
+  // The template of fused region r (RegionTemplate): the plan's, or made now and kept with it.
+  std::shared_ptr<const RegionTemplate> template_of(size_t r) {
+    {
+      std::lock_guard<std::mutex> lock(plan_.executable_mutex);
+      if (r < plan_.executable.size() && plan_.executable[r]) return plan_.executable[r];
     }
-    if (key == INT32_MIN) {  // a CPU scalar
-      s.kind = Source::whole;
-      s.tensor = o.tensor;
-      return s;
+    std::shared_ptr<const RegionTemplate> made = make_template(plan_.regions[r]);
+    TORCHTPU_COUNT("defer.region_templates");
+    std::lock_guard<std::mutex> lock(plan_.executable_mutex);
+    if (plan_.executable.size() < plan_.regions.size()) {
+      plan_.executable.resize(plan_.regions.size());
     }
-    const c10::Storage& host = host_storage_of(o, key, *region);
-    if (s.g.whole) {
-      s.kind = Source::whole;
-      s.tensor = host_view(host, o.dtype, o.offset, {}, {});
-      return s;
-    }
-    s.kind = Source::mapped;
-    s.host = host;
-    // Every element the region's loop reaches lies in the storage (a plan that mapped an operand
-    // wrongly would otherwise write past it: memory corruption far from its cause).
-    int64_t lo = s.g.offset, hi = s.g.offset;
-    for (size_t j = 0; j < shape.size() && j < s.g.smap.size(); ++j) {
-      if (shape[j] == 0) return s;
-      (s.g.smap[j] < 0 ? lo : hi) += (shape[j] - 1) * s.g.smap[j];
-    }
-    const int64_t item = static_cast<int64_t>(c10::elementSize(s.g.dtype));
-    TORCH_INTERNAL_ASSERT(lo >= 0 && (hi + 1) * item <= static_cast<int64_t>(s.host.nbytes()),
-                          "fused eager: an operand of a fused region over ", shape,
-                          " reaches elements [", lo, ", ", hi, "] of a storage of ",
-                          s.host.nbytes(), " bytes (sizes ", c10::IntArrayRef(o.sizes),
-                          ", strides ", c10::IntArrayRef(o.strides), ", offset ", o.offset,
-                          "); please report it");
-    return s;
+    if (!plan_.executable[r]) plan_.executable[r] = std::move(made);
+    return plan_.executable[r];
   }
 
-  void run_fused(const Region& region) {
-    auto fused = std::make_shared<FusedRegion>();
-    seen_blocks_.clear();
-    host_storages_.clear();
-    fused->shape = region.shape;
-    fused->ops.reserve(region.nodes.size());
-    double units = 0;
-    double bytes = 0;
-    ska::flat_hash_map<int, bool> counted;
-    int64_t numel = 1;
-    for (int64_t s : region.shape) numel *= s;
-    sim::Estimate prologue;
-    double prologue_result_bytes = 0;
-    // TORCHTPU_CHECK_NANS: the values the region writes to memory are checked after it runs
-    // (the region is named; debug eager names the op).
-    const bool check_nans = runtime::check_nans();
-    std::vector<at::Tensor> written;
+  std::shared_ptr<const RegionTemplate> make_template(const Region& region) {
+    auto t = std::make_shared<RegionTemplate>();
+    t->shape = region.shape;
+    for (int64_t s : region.shape) t->numel *= s;
+    t->launch_name = "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
+                     *nodes_[region.nodes[0]].name + ", ...)";
+    ska::flat_hash_map<int, int> host_of;  // key -> index in t->hosts
+    ska::flat_hash_set<int> seen_blocks;   // block values met so far
+    ska::flat_hash_map<int, bool> counted;  // storages whose bytes are counted
+    auto source = [&](const Operand& o, int key, int node, int index) {
+      Source s;
+      if (!o.defined()) return s;
+      s.g = geometry_of(o, region.shape);
+      if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
+        s.kind = Source::block;
+        s.slot = plan_.slot[key];
+        s.first = seen_blocks.insert(key).second;
+        t->slots = std::max(t->slots, s.slot + 1);
+        t->block_item =
+            std::max<int64_t>(t->block_item, static_cast<int64_t>(c10::elementSize(o.dtype)));
+        return s;
+      }
+      s.bind = static_cast<int>(t->wholes.size());
+      if (key == INT32_MIN) {  // a CPU scalar
+        s.kind = Source::whole;
+        t->wholes.push_back({node, index, -1, 0, o.dtype});
+        return s;
+      }
+      const auto [it, fresh] = host_of.emplace(key, static_cast<int>(t->hosts.size()));
+      if (fresh) t->hosts.push_back({key, node, index, 0});
+      int64_t& reach = t->hosts[it->second].reach;
+      const int64_t item = static_cast<int64_t>(c10::elementSize(o.dtype));
+      if (s.g.whole) {
+        s.kind = Source::whole;
+        t->wholes.push_back({node, index, it->second, o.offset, o.dtype});
+        reach = std::max(reach, (o.offset + 1) * item);
+        return s;
+      }
+      s.kind = Source::mapped;
+      s.bind = it->second;
+      // Every element the region's loop reaches lies in the storage (a plan that mapped an
+      // operand wrongly would otherwise write past it: memory corruption far from its cause);
+      // checked against the storage's size at each run.
+      int64_t lo = s.g.offset, hi = s.g.offset;
+      for (size_t j = 0; j < region.shape.size() && j < s.g.smap.size(); ++j) {
+        if (region.shape[j] == 0) return s;
+        (s.g.smap[j] < 0 ? lo : hi) += (region.shape[j] - 1) * s.g.smap[j];
+      }
+      TORCH_INTERNAL_ASSERT(lo >= 0, "fused eager: an operand of a fused region over ",
+                            c10::IntArrayRef(region.shape), " reaches element ", lo,
+                            " of its storage (sizes ", c10::IntArrayRef(o.sizes), ", strides ",
+                            c10::IntArrayRef(o.strides), ", offset ", o.offset,
+                            "); please report it");
+      reach = std::max(reach, (hi + 1) * item);
+      return s;
+    };
+    auto value_bytes = [](const Operand& o) {
+      return sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
+    };
     for (int i : region.nodes) {
-      Node& n = nodes_[i];
-      if (region.reduction_last && i == region.nodes.back()) continue;  // after the launch
-      if (region.matmul_first && i == region.nodes[0]) {
-        // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
-        // charge joins the region's single launch.
-        sim::RecordCollector collect;
-        const bool conv_in_host_memory = is_convolution(n) && keys_.results[i][0] >= 0 &&
-                                         plan_.host_buffer[keys_.results[i][0]];
-        if (conv_in_host_memory) {
-          aten::ResultInHostMemory scope;
-          replay(i);
-          prologue_result_bytes = sim::CostModel::padded_bytes(
-              n.results[0].sizes, static_cast<int>(c10::elementSize(n.results[0].dtype)));
-        } else {
-          replay(i);
+      const Node& n = nodes_[i];
+      if (region.reduction_last && i == region.nodes.back()) {
+        // (Runs through its kernel after the launch, reading the region's value in its buffer.)
+        for (size_t j = 0; j < n.operands.size(); ++j) {
+          const int key = keys_.operands[i][j];
+          if (!n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
+            t->reduction_input_bytes = value_bytes(n.operands[j]);
+          }
         }
-        prologue = collect.total;
+        continue;
+      }
+      if (region.matmul_first && i == region.nodes[0]) {
+        // (Runs through its kernel before the launch; charged with it.)
+        t->conv_in_host_memory = is_convolution(n) && keys_.results[i][0] >= 0 &&
+                                 plan_.host_buffer[keys_.results[i][0]];
+        if (t->conv_in_host_memory) t->prologue_result_bytes = value_bytes(n.results[0]);
         for (size_t j = 0; j < n.operands.size(); ++j) {
           const int key = keys_.operands[i][j];
           if (n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
-            prologue_result_bytes = sim::CostModel::padded_bytes(
-                n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
+            t->prologue_result_bytes = value_bytes(n.operands[j]);
           }
           if (n.operands[j].written) counted[key] = true;  // charged with the matmul
         }
-        continue;  // (counted by its kernel's entry)
+        continue;
       }
       FusedOp f(n.op);
       f.name = n.name;
-      f.location = n.location;
-      f.args = n.args;
+      f.node = i;
       f.copy = n.capture == aten::Capture::copy;
       f.operands.reserve(n.operands.size() + 1);  // (relu below adds one)
       f.results.reserve(n.results.size());
       for (size_t j = 0; j < n.operands.size(); ++j) {
-        f.operands.push_back(
-            source_of(n.operands[j], keys_.operands[i][j], region.shape, fused));
+        f.operands.push_back(source(n.operands[j], keys_.operands[i][j], i, static_cast<int>(j)));
       }
       for (size_t j = 0; j < n.results.size(); ++j) {
-        f.results.push_back(
-            source_of(n.results[j], keys_.results[i][j], region.shape, fused));
+        f.results.push_back(source(n.results[j], keys_.results[i][j], i, ~static_cast<int>(j)));
       }
       const aten::OpTraits& traits = traits_of(n);
       f.fn = traits.fn;
@@ -740,11 +826,12 @@ class Executor {
         static const c10::OperatorHandle clamp_min_out =
             c10::Dispatcher::singleton().findSchemaOrThrow("aten::clamp_min", "out");
         f.op = clamp_min_out;
-        f.args = {at::Tensor(), c10::Scalar(0), at::Tensor()};
+        f.own_args = torch::jit::Stack{at::Tensor(), c10::Scalar(0), at::Tensor()};
         f.operands.push_back(f.results[0]);
         f.results.clear();
         f.fn = aten::PointwiseFn::clamp_min;
       }
+      f.out_overload = f.op.schema().overload_name() == "out";
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
       bool foreign = false;
@@ -752,59 +839,109 @@ class Executor {
         if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
         foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
       }
-      if (foreign) runtime::metrics::count("emulated." + *n.name);
-      units += sim::cost_model().units(traits.vpu_units, foreign);
+      if (foreign) {
+        t->emulated.push_back(n.name);
+        t->emulated_units += traits.vpu_units;
+      } else {
+        t->units += traits.vpu_units;
+      }
       for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
-        if (check_nans && o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
-          written.push_back(tensor_of(o, key));  // checked after the region
-        }
         if (key == INT32_MIN || (key >= 0 && !plan_.memory[key]) || counted[key]) return;
         counted[key] = true;
-        bytes += sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
+        t->bytes += value_bytes(o);
       });
-      runtime::metrics::add_lasting(runtime::metrics::Category::op, *n.name);  // (no kernel runs it)
-      fused->ops.push_back(std::move(f));
+      t->ops.push_back(std::move(f));
     }
-    {
-      // Ops the register-level loop can run (FusedLoop.h).
-      std::unordered_set<int> not_in_buffer;  // block slots holding a kernel's new result
-      for (FusedOp& f : fused->ops) {
-        f.simple = loop_instruction(f, region.shape, not_in_buffer);
-        for (const Source& r : f.results) {
-          if (r.kind == Source::block) not_in_buffer.insert(r.slot);
-        }
-        if (f.simple) TORCHTPU_COUNT("defer.ops_in_loop");
+    return t;
+  }
+
+  void run_fused(size_t r) {
+    const Region& region = plan_.regions[r];
+    std::shared_ptr<const RegionTemplate> t = template_of(r);
+    sim::Estimate prologue;
+    if (region.matmul_first) {
+      // The matmul runs through its kernel (enqueued before the epilogue on the stream); its
+      // charge joins the region's single launch.
+      sim::RecordCollector collect;
+      if (t->conv_in_host_memory) {
+        aten::ResultInHostMemory scope;
+        replay(region.nodes[0]);
+      } else {
+        replay(region.nodes[0]);
+      }
+      prologue = collect.total;
+    }
+    // Bind: the memory of the storages, the 0-dim operands, the arguments of this graph's ops.
+    auto fused = std::make_shared<FusedRegion>();
+    fused->t = t;
+    fused->hosts.reserve(t->hosts.size());
+    fused->keep.reserve(t->hosts.size());
+    for (const RegionTemplate::Host& h : t->hosts) {
+      c10::Storage device_storage =
+          h.key >= 0 ? storage(h.key) : operand_at(h.node, h.index).tensor.storage();
+      TORCH_INTERNAL_ASSERT(h.reach <= static_cast<int64_t>(device_storage.nbytes()),
+                            "fused eager: an operand of a fused region over ",
+                            c10::IntArrayRef(t->shape), " reaches ", h.reach,
+                            " bytes of a storage of ", device_storage.nbytes(),
+                            " bytes; please report it");
+      fused->hosts.push_back(host_storage_over(device_storage));
+      fused->keep.push_back(std::move(device_storage));
+    }
+    fused->wholes.reserve(t->wholes.size());
+    for (const RegionTemplate::Whole& w : t->wholes) {
+      fused->wholes.push_back(w.host < 0 ? operand_at(w.node, w.index).tensor
+                                         : host_view(fused->hosts[w.host], w.dtype, w.offset,
+                                                     {}, {}));
+    }
+    const size_t ops = t->ops.size();
+    fused->args.reserve(ops);
+    fused->simple.reserve(ops);
+    fused->locations.resize(ops);
+    std::vector<char> not_in_buffer(t->slots, 0);  // block slots holding a kernel's new result
+    for (size_t k = 0; k < ops; ++k) {
+      const FusedOp& f = t->ops[k];
+      const Node& n = nodes_[f.node];
+      fused->args.push_back(f.own_args ? *f.own_args : n.args);
+      if (!n.location.empty()) fused->locations[k] = n.location;
+      // (Per run: the loop takes an add's alpha and a clamp's bound, Scalar arguments, which
+      // are values of the run.)
+      fused->simple.push_back(loop_instruction(f, fused->args.back(), t->shape, not_in_buffer));
+      for (const Source& s : f.results) {
+        if (s.kind == Source::block) not_in_buffer[s.slot] = 1;
+      }
+      if (fused->simple.back()) TORCHTPU_COUNT("defer.ops_in_loop");
+      runtime::metrics::add_lasting(runtime::metrics::Category::op, *f.name);  // (no kernel)
+    }
+    for (const std::string* name : t->emulated) runtime::metrics::count("emulated." + *name);
+    // TORCHTPU_CHECK_NANS: the values the region writes to memory are checked after it runs
+    // (the region is named; debug eager names the op).
+    std::vector<at::Tensor> written;
+    if (runtime::check_nans()) {
+      for (const FusedOp& f : t->ops) {
+        for_each_access(nodes_, keys_, f.node, [&](const Operand& o, int key) {
+          if (o.written && key != INT32_MIN && (key < 0 || plan_.memory[key])) {
+            written.push_back(tensor_of(o, key));
+          }
+        });
       }
     }
     const sim::CostModel& model = sim::cost_model();
-    sim::Estimate e = model.vector(numel, units, bytes);
+    sim::Estimate e =
+        model.vector(t->numel, t->units + model.units(t->emulated_units, true), t->bytes);
     if (region.matmul_first) {
       // One launch: the matmul's MXU time and operand bytes (without writing a result that
       // stays in the region), the epilogue's VPU time and bytes.
-      e = model.combine(prologue, e, prologue_result_bytes);
+      e = model.combine(prologue, e, t->prologue_result_bytes);
     }
     const c10::Device device = nodes_[region.nodes[0]].device;
-    aten::launch(device,
-                 "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
-                     *nodes_[region.nodes[0]].name + ", ...)",
-                 [fused] { fused->run(); }, std::move(written),
-                 region.matmul_first || numel >= aten::kParallelElements);
+    aten::launch(device, t->launch_name, [fused] { fused->run(); }, std::move(written),
+                 region.matmul_first || t->numel >= aten::kParallelElements);
     if (region.reduction_last) {
       // The reduction runs through its kernel after the element-wise work, reading the value
       // from the region buffer; its charge joins the region's single launch.
-      const int last = region.nodes.back();
       sim::RecordCollector collect;
-      replay(last);
-      const Node& n = nodes_[last];
-      double input_bytes = 0;
-      for (size_t j = 0; j < n.operands.size(); ++j) {
-        const int key = keys_.operands[last][j];
-        if (!n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
-          input_bytes = sim::CostModel::padded_bytes(
-              n.operands[j].sizes, static_cast<int>(c10::elementSize(n.operands[j].dtype)));
-        }
-      }
-      e = model.combine(e, collect.total, input_bytes);
+      replay(region.nodes.back());
+      e = model.combine(e, collect.total, t->reduction_input_bytes);
       TORCHTPU_COUNT("defer.fused_reduction_regions");
     }
     sim::record(region.matmul_first ? "defer::fused_matmul_region" : "defer::fused_region", e);
@@ -867,8 +1004,6 @@ class Executor {
   const Plan& plan_;
   const std::vector<char>& alive_;
   std::vector<c10::Storage> memory_;
-  ska::flat_hash_set<int> seen_blocks_;  // block values met so far in the region being built
-  ska::flat_hash_map<int, c10::Storage> host_storages_;  // by key, in the region being built
   bool blocking_ = false;  // the host waits after this graph anyway
   size_t released_ = 0;  // bytes of temporaries released since the last wait
 };

@@ -45,21 +45,26 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
+// (Two cheap lanes, each finalized once: a collision only costs a miss, since a hit is checked
+// against the stored structure.)
 PlanKey hash_structure(const std::vector<int64_t>& structure) {
-  PlanKey k{0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL};
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
   for (int64_t v : structure) {
-    k.lo = mix(k.lo ^ static_cast<uint64_t>(v));
-    k.hi = mix(k.hi + static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ULL);
+    a = (a ^ static_cast<uint64_t>(v)) * 0x100000001b3ULL;
+    b = (b + static_cast<uint64_t>(v)) * 0x9e3779b97f4a7c15ULL;
+    b ^= b >> 29;
   }
-  return k;
+  return PlanKey{mix(a), mix(b ^ structure.size())};
 }
 
 // What a plan depends on, as integers: per node its op, capture, place, fusion facts and shape,
 // per operand and result its storage key, geometry, dtype and access; liveness of every pending
 // storage; the record-time fingerprint of the arguments.
-std::vector<int64_t> structure_of(const std::vector<Node>& nodes, const Keys& keys,
-                                  const std::vector<char>& alive_keys, uint64_t fingerprint) {
-  std::vector<int64_t> out;
+// Written into `out` (cleared; its capacity kept from one graph to the next).
+void structure_of(const std::vector<Node>& nodes, const Keys& keys,
+                  const std::vector<char>& alive_keys, uint64_t fingerprint,
+                  std::vector<int64_t>& out) {
+  out.clear();
   out.reserve(nodes.size() * 24 + alive_keys.size() + 2);
   out.push_back(static_cast<int64_t>(fingerprint));
   auto operand = [&](const Operand& o, int key) {
@@ -86,7 +91,6 @@ std::vector<int64_t> structure_of(const std::vector<Node>& nodes, const Keys& ke
     for (size_t j = 0; j < n.results.size(); ++j) operand(n.results[j], keys.results[i][j]);
   }
   for (char a : alive_keys) out.push_back(a);
-  return out;
 }
 
 struct Cache {
@@ -140,7 +144,8 @@ Cache& cache() {
 std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
                               const std::vector<char>& alive_keys, uint64_t fingerprint,
                               const char* planned_for, const PlanOptions& options) {
-  std::vector<int64_t> structure = structure_of(nodes, keys, alive_keys, fingerprint);
+  thread_local std::vector<int64_t> structure;  // (the common case, a hit, allocates nothing)
+  structure_of(nodes, keys, alive_keys, fingerprint, structure);
   structure.push_back(options.pin_allocations);  // (a program's plan is not an eager graph's)
   const PlanKey key = hash_structure(structure);
   std::shared_ptr<Plan> plan;
@@ -153,6 +158,7 @@ std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
     TORCHTPU_COUNT("defer.cache_hits");
   } else {
     TORCHTPU_COUNT("defer.cache_misses");
+    std::vector<int64_t> kept = structure;  // (the thread's buffer is not held across planning)
     const auto t0 = std::chrono::steady_clock::now();
     plan = build_plan(nodes, keys, alive_keys, options);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -162,7 +168,7 @@ std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
     if (plan->replans) TORCHTPU_COUNT("defer.replans", plan->replans);
     TORCHTPU_COUNT("defer.compile_ns", ns);
     std::lock_guard<std::mutex> lock(c.mutex);
-    c.insert(key, std::move(structure), plan);
+    c.insert(key, std::move(kept), plan);
     if (!c.dump_path.empty()) {
       std::ofstream out(c.dump_path, std::ios::app);
       out << "# " << planned_for << "\n" << plan->ir << "\n";

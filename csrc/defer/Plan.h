@@ -18,6 +18,7 @@
 
 #include <climits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct Region {
   Dims shape;
 };
 
+// A fused region's ops, sources and cost, made by the executor at the region's first run
+// (Executor.cpp).
+struct RegionTemplate;
+
 struct Plan {
   std::vector<char> live;         // per node: not eliminated
   std::vector<Region> regions;
@@ -68,6 +73,9 @@ struct Plan {
   int fused_ops = 0;
   int replans = 0;                // times pin_early_allocations made group_regions run again
   std::string ir;
+  // Per region: what the executor made of it at its first run, for the plan's later runs.
+  mutable std::mutex executable_mutex;
+  mutable std::vector<std::shared_ptr<const RegionTemplate>> executable;
 };
 
 // Parts of planning that can be turned off to bisect a wrong result

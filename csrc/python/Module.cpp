@@ -20,6 +20,7 @@ std::vector<pybind11::object> py_symbolize(std::vector<CapturedTraceback*>& to_s
 void installCapturedTracebackPython();
 }  // namespace torch
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -159,20 +160,25 @@ std::string python_location() {
   PyFrameObject* frame = PyEval_GetFrame();
   if (frame == nullptr) return {};
   Py_INCREF(frame);
-  std::string found;
+  // The frame whose line is taken (a reference held): the first frame outside the libraries, or
+  // the innermost frame when all are theirs. (Only its line is computed: the walk is taken at
+  // every synchronization and materialization.)
+  PyFrameObject* chosen = nullptr;
+  std::string chosen_path;
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);
-    PyObject* file = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-    const char* name = file != nullptr ? PyUnicode_AsUTF8(file) : nullptr;
-    std::string path = name != nullptr ? name : "";
-    Py_XDECREF(file);
+    const char* name = code->co_filename != nullptr ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
+    if (name == nullptr) name = "";
     Py_DECREF(code);
     // (The code FX generates for a compiled graph is named after torch's file that made it.)
-    const bool library = path.rfind("<eval_with_key>", 0) != 0 &&
-                         (path.find("/torch/") != std::string::npos ||
-                          path.find("/torchtpu/") != std::string::npos);
-    if (!library || found.empty()) {
-      found = path + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+    const bool library = std::strncmp(name, "<eval_with_key>", 15) != 0 &&
+                         (std::strstr(name, "/torch/") != nullptr ||
+                          std::strstr(name, "/torchtpu/") != nullptr);
+    if (!library || chosen == nullptr) {
+      Py_XDECREF(chosen);
+      Py_INCREF(frame);
+      chosen = frame;
+      chosen_path = name;
     }
     if (!library) {
       Py_DECREF(frame);
@@ -182,6 +188,8 @@ std::string python_location() {
     Py_DECREF(frame);
     frame = back;
   }
+  std::string found = chosen_path + ":" + std::to_string(PyFrame_GetLineNumber(chosen));
+  Py_DECREF(chosen);
   PyErr_Clear();
   return user_line_of(std::move(found));
 }

@@ -160,6 +160,29 @@ def test_python_scalars_are_runtime_arguments_no_recompile():
     assert c["defer.compiles"] == 1 and c["defer.cache_hits"] == 3
 
 
+def test_a_cached_region_binds_each_runs_scalars_storages_and_0_dim_operands():
+    # A cached plan's fused region is made once (its template) and bound at every run: the
+    # Scalar arguments (an add's alpha, which decides whether the register-level loop may run
+    # it; clamp_min's bound), CPU scalars and 0-dim device operands hold values of the run.
+    x, w = torch.randn(64, 48), torch.randn(64, 48)
+    a, b = x.to("tpu"), w.to("tpu")
+    torchtpu.sync()
+    torchtpu._C.defer_clear_cache()
+    torchtpu.metrics.reset()
+    for alpha, bound, cpu_scalar, dev_scalar in ((1, 0.0, 2.0, 0.5), (2.5, 0.3, -1.0, 3.0),
+                                                 (-1, -0.2, 0.25, -2.0), (1, 1.0, 4.0, 0.0)):
+        def chain(p, q, s, t):
+            y = torch.add(p, q, alpha=alpha)
+            y = torch.clamp_min(y, bound) * s
+            return torch.sub(y * t, q, alpha=alpha).relu()
+        got = chain(a, b, torch.tensor(cpu_scalar), torch.tensor(dev_scalar, device="tpu")).cpu()
+        ref = chain(x, w, torch.tensor(cpu_scalar), torch.tensor(dev_scalar))
+        assert torch.equal(got, ref), (alpha, bound, cpu_scalar, dev_scalar)
+    c = counters()
+    assert c["defer.compiles"] == 1 and c["defer.cache_hits"] == 3
+    assert c["defer.region_templates"] == 1  # made at the first run, reused by the others
+
+
 def test_a_changed_shape_recompiles():
     torchtpu._C.defer_clear_cache()
     for n in (8, 16):
