@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 
-# System packages: compiler, CMake, ninja, ccache, GoogleTest, spdlog (Debian's packages).
+# System packages: compiler, CMake, ninja, ccache, GoogleTest, spdlog, oneDNN (the simulated
+# MXU's bf16 GEMMs, docs/host-speed.md) (Debian's packages).
 missing=()
-for pkg in g++ cmake ninja-build ccache libgtest-dev libspdlog-dev; do
+for pkg in g++ cmake ninja-build ccache libgtest-dev libspdlog-dev libdnnl-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,4 +1,6 @@
 #include "sim/Mxu.h"
+#include "sim/OneDnnGemm.h"
+#include "runtime/Metrics.h"
 
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
@@ -97,12 +99,26 @@ std::optional<Gemms> as_gemms(const at::Tensor& a, const at::Tensor& b, const at
   return g;
 }
 
+// GEMMs of fewer multiply-adds than this run on MKL's kernel (see run_gemms).
+constexpr int64_t kOneDnnMinimum = int64_t(1) << 21;
+
 // out = A @ B for bf16 bits a16 [A.size(0), M, Kp] and b16 [B.size(0), Kp, N], float32 sums.
 void run_gemms(const Gemms& g, const uint16_t* a16, const uint16_t* b16, int64_t Kp,
                const at::Tensor& out) {
   const bool direct = out.is_contiguous() && out.scalar_type() == at::kFloat;
   at::Tensor C = direct ? out : at::empty(out.sizes(), out.options().dtype(at::kFloat));
   float* c = C.data_ptr<float>();
+#ifdef TORCHTPU_ONEDNN
+  // oneDNN's kernel where the CPU has a bf16 dot product: MKL's runs at the float32 GEMM's rate
+  // on some CPUs (AMD's: 130 against oneDNN's 380 GFLOP/s, docs/host-speed.md). Small GEMMs
+  // stay with MKL (a oneDNN call costs a few microseconds more).
+  if (g.gemms * g.M * g.N * Kp >= kOneDnnMinimum && onednn::available() &&
+      onednn::gemm_bf16_f32(g.gemms, g.A.size(0), g.B.size(0), g.M, g.N, Kp, a16, b16, c)) {
+    TORCHTPU_COUNT("mxu.onednn_gemms");
+    if (!direct) const_cast<at::Tensor&>(out).copy_(C);
+    return;
+  }
+#endif
   constexpr int kRowMajor = 101, kNoTrans = 111;
   for (int64_t i = 0; i < g.gemms; ++i) {
     cblas_gemm_bf16bf16f32(kRowMajor, kNoTrans, kNoTrans, int(g.M), int(g.N), int(Kp), 1.0f,

@@ -2,9 +2,11 @@
 // systolic array, the fast executor against the reference (within the documented bound), and
 // the cost model against the systolic cycle counts and hand-computed rooflines.
 #include "runtime/ChipSpec.h"
+#include "runtime/Metrics.h"
 #include "sim/CostModel.h"
 #include "sim/Mxu.h"
 #include "sim/Numerics.h"
+#include "sim/OneDnnGemm.h"
 #include "sim/Reference.h"
 
 #include <ATen/ATen.h>
@@ -17,6 +19,7 @@
 #include <vector>
 
 using namespace torchtpu::sim;
+namespace runtime = torchtpu::runtime;
 
 namespace {
 
@@ -244,7 +247,12 @@ TEST(Executor, EveryMatmulShapeAtMediumAndHighWithinTheBound) {
   const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
       {{3, 5, 40}, {40, 7}}, {{3, 5, 40}, {3, 40, 7}}, {{1, 5, 40}, {3, 40, 7}},
       {{40}, {40, 7}},       {{5, 40}, {40}},          {{5, 40}, {2, 40, 7}},
-      {{33, 257}, {257, 19}}};
+      {{33, 257}, {257, 19}},
+      // GEMMs large enough for oneDNN's kernel where it is built in (Mxu.cpp, kOneDnnMinimum):
+      // a batch, a left operand broadcast over the batch, a weight shared by the batch.
+      {{3, 64, 200}, {3, 200, 130}}, {{1, 64, 200}, {3, 200, 130}},
+      {{3, 64, 200}, {200, 130}},    {{96, 300}, {300, 100}}};
+  runtime::metrics::reset();
   at::manual_seed(3);
   for (const auto& [sa, sb] : shapes) {
     const auto a = at::randn(sa), b = at::randn(sb);
@@ -262,6 +270,12 @@ TEST(Executor, EveryMatmulShapeAtMediumAndHighWithinTheBound) {
           << name(p) << " " << c10::IntArrayRef(sa) << " @ " << c10::IntArrayRef(sb);
     }
   }
+#ifdef TORCHTPU_ONEDNN
+  if (onednn::available()) {  // (the large shapes took oneDNN's kernel)
+    EXPECT_EQ(runtime::metrics::snapshot(runtime::metrics::Category::counter)["mxu.onednn_gemms"],
+              8);
+  }
+#endif
 }
 
 // bfloat16 operands with a float32 result (an epilogue before the final rounding): exact
@@ -269,7 +283,8 @@ TEST(Executor, EveryMatmulShapeAtMediumAndHighWithinTheBound) {
 TEST(Executor, Bf16ToFloatKeepsTheAccumulatorUnrounded) {
   at::manual_seed(4);
   for (const auto& [sa, sb] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
-           {{17, 300}, {300, 23}}, {{4, 9, 64}, {4, 64, 5}}, {{4, 9, 64}, {64, 5}}}) {
+           {{17, 300}, {300, 23}}, {{4, 9, 64}, {4, 64, 5}}, {{4, 9, 64}, {64, 5}},
+           {{2, 128, 256}, {2, 256, 100}}}) {
     const auto a = at::randn(sa).to(at::kBFloat16), b = at::randn(sb).to(at::kBFloat16);
     const auto exact = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
     auto out = at::empty(exact.sizes());
