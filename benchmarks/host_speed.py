@@ -4,7 +4,8 @@ People run pytest suites and model-zoo sweeps of tiny models on "tpu", where the
 per op is the whole cost. Measured in one process, interleaved, medians of the repeats:
 
     tiny ops     64x64 float32 `x + y` with the results kept alive (allocation included) and
-                 discarded, and `x.add_(y)`: microseconds per op on the CPU and on "tpu" in
+                 discarded, `x.add_(y)` and `torch.add(x, y, out=o)`: microseconds per op on the
+                 CPU and on "tpu" in
                  strict, fused and debug eager (fused: recording, planning from the plan cache
                  and running, per op, over a loop of 200 ops and a synchronize)
     streams      a synchronize with nothing pending; a strict round trip (x.add_(y), then
@@ -64,19 +65,24 @@ def in_mode(mode, fn):
 def tiny_ops(ops: int):
     """Per-op callables over `ops` ops, for each column."""
     cases = {}
-    for name in ("add_kept", "add_discarded", "add_inplace"):
+    for name in ("add_kept", "add_discarded", "add_inplace", "add_out"):
         cases[name] = {}
         for mode in MODES:
             device = "cpu" if mode == "cpu" else "tpu"
             x = torch.randn(64, 64, device=device)
             y = torch.randn(64, 64, device=device)
+            o = torch.empty(64, 64, device=device)
 
-            def body(x=x, y=y, name=name):
+            def body(x=x, y=y, o=o, name=name):
                 if name == "add_kept":
                     return [x + y for _ in range(ops)]
                 if name == "add_discarded":
                     for _ in range(ops):
                         x + y
+                    return None
+                if name == "add_out":
+                    for _ in range(ops):
+                        torch.add(x, y, out=o)
                     return None
                 for _ in range(ops):
                     x.add_(y)

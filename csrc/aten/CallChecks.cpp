@@ -27,8 +27,12 @@
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace torchtpu::aten {
 namespace {
@@ -275,6 +279,67 @@ bool is_an_input(const Stack& stack, size_t base, size_t num_args, const CallChe
   return false;
 }
 
+// The metadata of a call's arguments as a key (op, then for each argument a tag and its sizes,
+// strides, dtype or value): false where an argument has no such key (an object, a generator).
+bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base, size_t num_args,
+                  std::string& key) {
+  key.clear();
+  auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  auto put_tensor = [&](const at::Tensor& t) {
+    if (!t.defined()) return put(-1);
+    put(static_cast<int64_t>(t.scalar_type()) | (static_cast<int64_t>(t.layout()) << 8) |
+        (static_cast<int64_t>(t.device().type()) << 16) | (int64_t(t.device().index()) << 32) |
+        (int64_t(t.is_conj()) << 48) | (int64_t(t.is_neg()) << 49) |
+        (int64_t(t.unsafeGetTensorImpl()->is_wrapped_number()) << 50));
+    put(t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d) put(t.sizes()[d]), put(t.strides()[d]);
+    put(t.storage_offset());
+  };
+  put(reinterpret_cast<int64_t>(&op.schema()));
+  for (size_t i = 0; i < num_args; ++i) {
+    const c10::IValue& v = stack[base + i];
+    if (v.isTensor()) {
+      put(1), put_tensor(v.toTensor());
+    } else if (v.isNone()) {
+      put(2);
+    } else if (v.isInt() || v.isBool()) {
+      put(3), put(v.isInt() ? v.toInt() : int64_t(v.toBool()));
+    } else if (v.isDouble()) {
+      const double d = v.toDouble();
+      int64_t bits;
+      std::memcpy(&bits, &d, sizeof(bits));
+      put(4), put(bits);
+    } else if (v.isScalar()) {  // (a complex or symbolic number)
+      return false;
+    } else if (v.isIntList()) {
+      put(5);
+      for (int64_t x : v.toIntVector()) put(x);
+      put(INT64_MIN);
+    } else if (v.isTensorList() || v.isOptionalTensorList()) {
+      put(6);
+      for (const c10::IValue& t : v.toListRef()) {
+        if (!t.isNone() && !t.isTensor()) return false;
+        put_tensor(t.isNone() ? at::Tensor() : t.toTensor());
+      }
+      put(INT64_MIN);
+    } else if (v.isString()) {
+      put(7), put(static_cast<int64_t>(std::hash<std::string_view>{}(v.toStringView())));
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Calls whose out= tensors the meta function found of the right shape (or refused, leaving it to
+// the kernel), by signature, per thread: the same call again needs no second meta call. PyTorch's
+// meta functions of many out= variants are Python (its torch._refs), 0.1-1 ms a call, where the
+// CPU's kernel checks in no time (docs/host-speed.md).
+std::unordered_set<std::string>& checked_calls() {
+  thread_local std::unordered_set<std::string> checked;
+  return checked;
+}
+
 // A non-empty out= tensor of another shape than the op's result is resized at the call, as the CPU
 // resizes it (with its warning), before the op is queued or recorded. The result's shape is the
 // op's meta function's (which resizes its meta out= tensors and warns as the CPU does). Checked
@@ -296,6 +361,16 @@ void resize_outs(const c10::OperatorHandle& op, const CallChecks& checks, Stack&
     }
   }
   if (!check) return;
+  thread_local std::string key;
+  const bool keyed = signature_of(op, stack, base, num_args, key);
+  std::unordered_set<std::string>& known = checked_calls();
+  if (keyed && known.count(key) != 0) return;
+  auto remember = [&] {
+    constexpr size_t kKept = 4096;  // signatures per thread; all dropped when full
+    if (!keyed) return;
+    if (known.size() >= kKept) known.clear();
+    known.insert(key);
+  };
   static runtime::metrics::Counter checked("calls.out_shape_checks");
   checked.add();
   Stack meta(stack.end() - num_args, stack.end());
@@ -309,8 +384,10 @@ void resize_outs(const c10::OperatorHandle& op, const CallChecks& checks, Stack&
   } catch (const std::exception&) {
     // No meta kernel, or arguments it refuses: the checks and the kernel decide, with the CPU's
     // messages (a meta function's can differ).
+    remember();
     return;
   }
+  bool resized = false;
   for (size_t k = 0; k < checks.outs.size(); ++k) {
     const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
     const at::Tensor& m = meta_outs[k];
@@ -318,7 +395,10 @@ void resize_outs(const c10::OperatorHandle& op, const CallChecks& checks, Stack&
     // (The meta function warned as the CPU warns; the out= tensor takes the CPU's new geometry.)
     out->resize_(m.sizes());
     if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
+    resized = true;
   }
+  // (A call that resized is not remembered: the same call again warns again, as on the CPU.)
+  if (!resized) remember();
 }
 
 }  // namespace
