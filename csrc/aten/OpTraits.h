@@ -38,7 +38,9 @@ enum class FusionRole : uint8_t {
 };
 
 // The element-wise function, for ops a code generator writes itself (defer/FusedLoop.h).
-enum class PointwiseFn : uint8_t { none, add, sub, mul, div, maximum, minimum, neg, abs, clamp_min, relu };
+enum class PointwiseFn : uint8_t {
+  none, add, sub, mul, div, maximum, minimum, neg, abs, clamp_min, relu, lerp, addcmul, addcdiv
+};
 
 // How fused eager sizes the results of an op that returns new tensors (defer/Capture.cpp).
 enum class Sizing : uint8_t {

@@ -27,10 +27,13 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -96,7 +99,7 @@ struct FusedOp {
   std::vector<Source> operands;
   std::vector<Source> results;
   bool copy = false;
-  bool out_overload = false;  // the op run is an ".out" overload
+  bool out_overload = false;  // the op run is an ".out" (or ".Scalar_out") overload
   aten::PointwiseFn fn = aten::PointwiseFn::none;  // of the op run (OpTraits)
   explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
 };
@@ -145,6 +148,22 @@ float scalar_value(const at::Tensor& t) {
     v = static_cast<float>(*t.const_data_ptr<scalar_t>());
   });
   return v;
+}
+
+// A Scalar argument as the float ATen's kernels convert it to, when that conversion is exact
+// or a plain rounding of a finite double (an integer beyond 2^24, a complex number or a double
+// beyond float's range is left to the kernel, which may raise).
+std::optional<float> loop_float_argument(const c10::IValue& v) {
+  if (v.isDouble()) {
+    const double d = v.toDouble();
+    if (std::isfinite(d) && std::fabs(d) <= std::numeric_limits<float>::max()) {
+      return static_cast<float>(d);
+    }
+    return std::nullopt;
+  }
+  if (v.isInt() && std::llabs(v.toInt()) <= (int64_t(1) << 24)) return static_cast<float>(v.toInt());
+  if (v.isBool()) return v.toBool() ? 1.f : 0.f;
+  return std::nullopt;
 }
 
 // The loop instruction of an op run with `args`, when it has one: (op, a, b, out) over operand
@@ -199,6 +218,27 @@ std::optional<loop::Instr> loop_instruction(const FusedOp& f, const torch::jit::
       const double m = args[1].toScalar().toDouble();
       if (!std::isfinite(m) || !tensor_ok(o[0]) || !tensor_ok(o[1])) return std::nullopt;
       return loop::Instr{loop::Op::clamp_min, 1, 0, 2};  // b = 2: the scalar entry (see run)
+    }
+    case Fn::lerp: {  // lerp.Scalar_out(self, end, Scalar weight, out)
+      const std::optional<float> w =
+          o.size() == 3 && args.size() == 4 ? loop_float_argument(args[2]) : std::nullopt;
+      if (!w || !tensor_ok(o[0]) || !tensor_ok(o[1]) || !tensor_ok(o[2])) return std::nullopt;
+      loop::Instr in{loop::Op::lerp, 2, 0, 1};
+      in.s = *w;
+      return in;
+    }
+    case Fn::addcmul:
+    case Fn::addcdiv: {  // addcmul.out(self, tensor1, tensor2, Scalar value, out)
+      const std::optional<float> v =
+          o.size() == 4 && args.size() == 5 ? loop_float_argument(args[3]) : std::nullopt;
+      if (!v) return std::nullopt;
+      for (const Source& s : o) {
+        if (!tensor_ok(s)) return std::nullopt;
+      }
+      loop::Instr in{fn == Fn::addcmul ? loop::Op::addcmul : loop::Op::addcdiv, 3, 0, 1};
+      in.c = 2;
+      in.s = *v;
+      return in;
     }
     default:
       return std::nullopt;
@@ -518,6 +558,7 @@ void FusedRegion::run() const {
             } else if (in.b >= 0) {
               in.b = entry(g.operands[in.b]);
             }
+            if (in.c >= 0) in.c = entry(g.operands[in.c]);
             instrs.push_back(in);
           }
           int64_t block_numel = 1;
@@ -831,7 +872,8 @@ class Executor {
         f.results.clear();
         f.fn = aten::PointwiseFn::clamp_min;
       }
-      f.out_overload = f.op.schema().overload_name() == "out";
+      const std::string& overload = f.op.schema().overload_name();
+      f.out_overload = overload == "out" || overload == "Scalar_out";  // (lerp.Scalar_out)
       // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
       // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
       bool foreign = false;

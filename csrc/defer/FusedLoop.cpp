@@ -69,6 +69,31 @@ void run(const Instr* instrs, int count, float* const* ptrs, const float* scalar
         case Op::abs:
           for (int64_t i = 0; i < len; ++i) o[i] = std::fabs(a[i]);
           break;
+        // (The three below: every operand a tensor entry. std::fma is one vfmadd here, which is
+        // what ATen's vector kernels compute: vec::fmadd in lerp, a contracted multiply-add in
+        // addcmul.)
+        case Op::lerp: {
+          const float w = in.s;
+          if (std::fabs(w) < 0.5f) {
+            for (int64_t i = 0; i < len; ++i) o[i] = std::fma(w, b[i] - a[i], a[i]);
+          } else {
+            const float w1 = w - 1.0f;
+            for (int64_t i = 0; i < len; ++i) o[i] = std::fma(w1, b[i] - a[i], b[i]);
+          }
+          break;
+        }
+        case Op::addcmul: {
+          const float v = in.s;
+          const float* c = ptrs[in.c] + t;
+          for (int64_t i = 0; i < len; ++i) o[i] = std::fma(v * b[i], c[i], a[i]);
+          break;
+        }
+        case Op::addcdiv: {
+          const float v = in.s;
+          const float* c = ptrs[in.c] + t;
+          for (int64_t i = 0; i < len; ++i) o[i] = a[i] + (v * b[i]) / c[i];
+          break;
+        }
       }
     }
   }

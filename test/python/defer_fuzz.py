@@ -44,6 +44,9 @@ SHAPES = [(8, 16), (16,), (1, 16), (8, 1), (4, 8, 16), (33, 7)]
 EMPTY_SHAPE = (8, 0, 1)
 UNARY = ["relu", "sigmoid", "tanh", "neg", "abs", "exp_clamped", "sin", "square"]
 BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
+# Binary steps that gen_program's `ternary` turns into an op of AdamW's update (by a generator of
+# their own: the rest of the program is the same with or without them).
+TERNARY = ["lerp_small", "lerp_large", "addcmul", "addcdiv_safe"]
 
 
 KINDS = ["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace", "inplace_view", "cast",
@@ -57,7 +60,7 @@ SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
 def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True,
-                empty: bool = True):
+                empty: bool = True, ternary: bool = True):
     """`attention`: the steps added since the first regression seeds were found: some matmul
     steps become scaled-dot-product attention and some cast steps a detour through complex128
     (16-byte values inside fused regions), each chosen by a generator of its own so that the
@@ -94,6 +97,11 @@ def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, atte
         for st in steps:
             if st["kind"] == "cast" and side.random() < 0.5:
                 st["kind"] = "complex"
+    if ternary:
+        side = random.Random(seed * 7919 + 3)
+        for st in steps:
+            if st["kind"] == "binary" and side.random() < 0.4:
+                st["op"] = side.choice(TERNARY)
     return inputs, steps
 
 
@@ -106,6 +114,12 @@ def unary(op, x):
 
 
 def binary(op, x, y):
+    if op in ("lerp_small", "lerp_large"):  # (both of ATen's formulas)
+        return torch.lerp(x, y, 0.1 if op == "lerp_small" else 0.8)
+    if op == "addcmul":
+        return torch.addcmul(x, y, x, value=-0.7)
+    if op == "addcdiv_safe":
+        return torch.addcdiv(x, y, y.abs() + 1.0, value=0.3)
     if op == "where_gt":
         return torch.where(x > y, x, y * 0.5)
     if op == "div_safe":
@@ -271,10 +285,10 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
 
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
-          attention: bool = True, empty: bool = True) -> str | None:
+          attention: bool = True, empty: bool = True, ternary: bool = True) -> str | None:
     """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
     mismatch, or None."""
-    program = gen_program(seed, length, attention=attention, empty=empty)
+    program = gen_program(seed, length, attention=attention, empty=empty, ternary=ternary)
     if show:
         for s in program[1]:
             print(s)
@@ -367,7 +381,8 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
     dynamic=True, so every size is symbolic and each graph is first priced at its bucket's sizes
     (docs/compiled-mode.md, "Buckets": a capture on padded copies of the inputs), which must
     change nothing the program computes or writes."""
-    inputs, steps = gen_program(seed, length, empty=False)
+    # (ternary=False: the programs the compiled regression seeds were found with)
+    inputs, steps = gen_program(seed, length, empty=False, ternary=False)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     value_seeds = (seed, seed + 100_000)
     references = []

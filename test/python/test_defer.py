@@ -357,7 +357,8 @@ def test_fuzzer_programs_match_cpu_in_every_mode(seed):
     # (the regression seeds' programs are those they were found with: no attention steps, no
     # empty inputs)
     found_before = seed in REGRESSION_SEEDS
-    assert defer_fuzz.check(seed, length=16, attention=not found_before, empty=not found_before) is None
+    assert defer_fuzz.check(seed, length=16, attention=not found_before, empty=not found_before,
+                            ternary=not found_before) is None
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -463,6 +464,55 @@ def test_fused_loop_is_bit_exact_including_nan_inf_and_signed_zero():
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(ref))
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(strict))
     assert torch.equal(torch.signbit(got), torch.signbit(ref))
+
+
+def test_fused_loop_runs_adamw_ops_bit_exact_with_the_cpu():
+    """lerp with a Scalar weight (both of ATen's formulas: |w| < 0.5 and not), addcmul and addcdiv
+    run on the register-level loop, with the fused multiply-adds of ATen's vector kernels: bit for
+    bit the CPU's results, on sizes with a tail that ATen's kernels run element by element, with
+    NaN, infinities and signed zeros, and through AdamW's update (torch.optim.AdamW, foreach)."""
+    g = torch.Generator().manual_seed(3)
+    for shape in ((300, 257), (1000,), (7,)):
+        a, b = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+        c = torch.rand(shape, generator=g) + 0.1
+        a.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -0.0, 0.0])[: a.numel()]
+        b.view(-1)[:3] = torch.tensor([-float("inf"), 0.0, -0.0])[: b.numel()]
+
+        def ops(a, b, c):
+            return [torch.lerp(a, b, 0.1), torch.lerp(a, b, 0.75), torch.lerp(a, b, -2.5),
+                    torch.addcmul(a, b, c, value=-0.37), torch.addcmul(a, b, b),
+                    torch.addcdiv(a, b, c, value=0.3), torch.addcdiv(a, b, c, value=-1e-3),
+                    (a * 0.5).lerp_(b, 0.9).addcmul_(c, c, value=2.0)]
+
+        torchtpu.metrics.reset()
+        got = [t.cpu() for t in ops(a.to("tpu"), b.to("tpu"), c.to("tpu"))]
+        if " avx2 " in open("/proc/cpuinfo").read():  # (the loop needs AVX2 + FMA)
+            assert counters().get("defer.ops_in_loop", 0) >= 8
+        for x, y in zip(got, ops(a, b, c)):
+            assert torch.equal(x.isnan(), y.isnan())
+            assert torch.equal(torch.nan_to_num(x), torch.nan_to_num(y))
+            assert torch.equal(torch.signbit(x), torch.signbit(y))
+
+    def adamw(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(33, 65), torch.nn.GELU(), torch.nn.Linear(65, 9))
+        model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1, foreach=True)
+        x = torch.randn(16, 33, generator=torch.Generator().manual_seed(1)).to(device)
+        for _ in range(3):
+            opt.zero_grad()
+            model(x).square().mean().backward()
+            for p in model.parameters():  # the same gradients on both devices
+                p.grad = torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())).to(device)
+            opt.step()
+        return [p.detach().cpu() for p in model.parameters()]
+
+    torchtpu.metrics.reset()
+    got = adamw("tpu")
+    if " avx2 " in open("/proc/cpuinfo").read():
+        assert counters().get("defer.ops_in_loop", 0) >= 3 * 4 * 3  # lerp, addcmul, addcdiv per tensor
+    for x, y in zip(got, adamw("cpu")):
+        assert torch.equal(x, y)
 
 
 def test_bfloat16_layer_norm_backward_runs_from_the_graph():
