@@ -22,10 +22,12 @@ The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
     python benchmarks/host_speed.py             # about 3 minutes on 2 cores
     python benchmarks/host_speed.py --quick     # fewer repeats
+    python benchmarks/host_speed.py --plot-only # redraw results/host_speed.png from its JSON
 """
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import torch
@@ -141,10 +143,51 @@ def encoder_step():
                                torch.randn(16, 64, 64, device=device)), F.mse_loss))
 
 
+# One color per column in both panels.
+COLORS = {"cpu": "tab:blue", "strict": "tab:orange", "strict_worker": "tab:purple",
+          "fused": "tab:green", "debug": "tab:red"}
+
+
+def drawing(results):
+    """The plot of a run's results (as written to its JSON)."""
+    def draw(plt):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        ops_rows = results["per_op_us"]
+        width = 0.2
+        for k, mode in enumerate(MODES):
+            axes[0].bar([i + (k - 1.5) * width for i in range(len(ops_rows))],
+                        [r[mode] for r in ops_rows.values()], width, label=mode,
+                        color=COLORS[mode])
+        axes[0].set_xticks(range(len(ops_rows)))
+        axes[0].set_xticklabels(list(ops_rows))
+        axes[0].set_ylabel("host us per op (measured)")
+        axes[0].set_title("tiny ops, 64x64 float32")
+        train = results["train_steps_per_s"]
+        for k, mode in enumerate(("cpu", "strict", "strict_worker", "fused")):
+            axes[1].bar([i + (k - 1.5) * width for i in range(len(train))],
+                        [r[mode] / r["cpu"] for r in train.values()], width, label=mode,
+                        color=COLORS[mode])
+        axes[1].axhline(1.0, color="gray", lw=0.8)
+        axes[1].set_xticks(range(len(train)))
+        axes[1].set_xticklabels(list(train))
+        axes[1].set_ylabel("training steps/s relative to PyTorch CPU eager")
+        axes[1].set_title("small training steps")
+        for ax in axes:
+            ax.legend(fontsize=8)
+        return fig
+    return draw
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the plot from the last run's JSON, measuring nothing")
     args = parser.parse_args()
+    if args.plot_only:
+        name = "host_speed" + ("_quick" if args.quick else "")
+        common.plot(name, drawing(json.loads((common.RESULTS / f"{name}.json").read_text())))
+        return
     repeats = 7 if args.quick else 21
     ops = 200
     results = {"per_op_us": {}, "train_steps_per_s": {}}
@@ -222,30 +265,7 @@ def main():
     name = "host_speed" + ("_quick" if args.quick else "")
     common.write_json(name, {"repeats": repeats, **results})
 
-    def draw(plt):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-        ops_rows = results["per_op_us"]
-        width = 0.2
-        for k, mode in enumerate(MODES):
-            axes[0].bar([i + (k - 1.5) * width for i in range(len(ops_rows))],
-                        [r[mode] for r in ops_rows.values()], width, label=mode)
-        axes[0].set_xticks(range(len(ops_rows)))
-        axes[0].set_xticklabels(list(ops_rows))
-        axes[0].set_ylabel("host us per op (measured)")
-        axes[0].set_title("tiny ops, 64x64 float32")
-        train = results["train_steps_per_s"]
-        for k, mode in enumerate(("cpu", "strict", "strict_worker", "fused")):
-            axes[1].bar([i + (k - 1.5) * width for i in range(len(train))],
-                        [r[mode] / r["cpu"] for r in train.values()], width, label=mode)
-        axes[1].axhline(1.0, color="gray", lw=0.8)
-        axes[1].set_xticks(range(len(train)))
-        axes[1].set_xticklabels(list(train))
-        axes[1].set_ylabel("training steps/s relative to PyTorch CPU eager")
-        axes[1].set_title("small training steps")
-        for ax in axes:
-            ax.legend(fontsize=8)
-        return fig
-    common.plot(name, draw)
+    common.plot(name, drawing(results))
 
 
 if __name__ == "__main__":
