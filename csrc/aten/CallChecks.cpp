@@ -322,8 +322,10 @@ bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base
         put_tensor(t.isNone() ? at::Tensor() : t.toTensor());
       }
       put(INT64_MIN);
-    } else if (v.isString()) {
-      put(7), put(static_cast<int64_t>(std::hash<std::string_view>{}(v.toStringView())));
+    } else if (v.isString()) {  // (the string itself: a hash could let two calls collide)
+      const std::string_view text = v.toStringView();
+      put(7), put(static_cast<int64_t>(text.size()));
+      key.append(text.data(), text.size());
     } else {
       return false;
     }

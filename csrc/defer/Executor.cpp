@@ -33,9 +33,8 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <limits>
-#include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -377,112 +376,72 @@ BlockPool& block_pool() {
   return *pool;
 }
 
+// Hands out the blocks of [0, blocks) one at a time, to whichever thread asks first; -1 when
+// none is left (or after stop()).
+struct BlockCounter {
+  std::atomic<int64_t> next{0};
+  int64_t blocks = 0;
+  explicit BlockCounter(int64_t n) : blocks(n) {}
+  int64_t operator()() {
+    const int64_t b = next.fetch_add(1, std::memory_order_relaxed);
+    return b < blocks ? b : -1;
+  }
+  void stop() { next.store(blocks, std::memory_order_relaxed); }
+};
+
 // Runs fn(next) on the calling thread and on up to ATen's intra-op thread count minus one other
-// threads; each runs the blocks next() hands out (an index of [0, blocks), then -1), so blocks go
-// to whichever thread asks first. The other threads are the calling thread's OpenMP team, where
-// torch's OpenMP runtime is loaded: the team that runs ATen's and MKL's parallel loops, so the
-// region does not compete for the cores with that team's threads, which spin for a while after
-// each parallel loop (with threads of its own, a fused gelu_backward over [1024, 256] after a
-// copy took 2.5-3x the strict kernel's time, docs/host-speed.md). Elsewhere (and under
-// ThreadSanitizer, which does not see OpenMP's synchronization) the pool's helpers, where a
-// helper that has not started when the blocks run out is not waited for. (at::parallel_for is an
-// inline OpenMP template that this library, built without OpenMP, would run serially.) The
-// blocks are at most one ATen grain each, so the kernels inside run serially.
+// threads; each runs the blocks next() hands out (BlockCounter). The other threads are the
+// calling thread's OpenMP team, where torch's OpenMP runtime is loaded: the team that runs
+// ATen's and MKL's parallel loops, so the region does not compete for the cores with that
+// team's threads, which spin for a while after each parallel loop (with threads of its own, a
+// fused gelu_backward over [1024, 256] after a copy took 2.5-3x the strict kernel's time,
+// docs/host-speed.md). Elsewhere, and under ThreadSanitizer (which does not see OpenMP's
+// synchronization), the pool's helpers. (at::parallel_for is an inline OpenMP template that this
+// library, built without OpenMP, would run serially.) The blocks are at most one ATen grain
+// each, so the kernels inside run serially.
 template <typename F>
 void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
+  BlockCounter counter(blocks);
+  auto next = [&counter] { return counter(); };
   const int64_t threads = std::min<int64_t>(at::get_num_threads(), blocks);
   if (threads <= 1 || numel < (int64_t(1) << 16)) {
-    int64_t b = 0;
-    fn([&]() -> int64_t { return b < blocks ? b++ : -1; });
+    fn(next);
     return;
   }
+  std::mutex mutex;
+  std::exception_ptr error;
+  auto run = [&] {  // (nothing may leave an OpenMP region or a pool task by an exception)
+    try {
+      fn(next);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+      counter.stop();  // the others stop at their next block
+    }
+  };
 #if !defined(__SANITIZE_THREAD__)
   if (GOMP_parallel != nullptr && omp_in_parallel != nullptr && !omp_in_parallel()) {
-    struct Team {
-      const F* fn;
-      std::atomic<int64_t> next{0};
-      int64_t blocks = 0;
-      std::mutex mutex;
-      std::exception_ptr error;
-    } team;
-    team.fn = &fn;
-    team.blocks = blocks;
-    GOMP_parallel(
-        [](void* data) {
-          Team& t = *static_cast<Team*>(data);
-          auto next = [&t]() -> int64_t {
-            const int64_t b = t.next.fetch_add(1, std::memory_order_relaxed);
-            return b < t.blocks ? b : -1;
-          };
-          try {  // (nothing may leave an OpenMP region by an exception)
-            (*t.fn)(next);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(t.mutex);
-            if (!t.error) t.error = std::current_exception();
-            t.next.store(t.blocks, std::memory_order_relaxed);  // the others stop
-          }
-        },
-        &team, static_cast<unsigned>(threads), 0);
-    if (team.error) std::rethrow_exception(team.error);
+    GOMP_parallel([](void* data) { (*static_cast<decltype(run)*>(data))(); }, &run,
+                  static_cast<unsigned>(threads), 0);
+    if (error) std::rethrow_exception(error);
     return;
   }
 #endif
-  // Shared with the helpers' tasks, which may start after this call returns (then they only
-  // find out that they were not needed).
-  struct Control {
-    std::atomic<int64_t> next{0};
-    std::mutex mutex;
-    std::condition_variable done;
-    int64_t running = 0;  // helpers that started and have not finished (under mutex)
-    std::vector<std::exception_ptr> errors;
-    std::vector<std::atomic<int>> state;  // per helper: 0 queued, 1 started, 2 not needed
-    explicit Control(int64_t helpers) : errors(helpers + 1), state(helpers) {
-      for (std::atomic<int>& s : state) s.store(0, std::memory_order_relaxed);
-    }
-  };
-  const int64_t helpers = threads - 1;
-  auto control = std::make_shared<Control>(helpers);
-  Control& c = *control;
-  const int64_t total = blocks;
-  auto next = [&c, total]() -> int64_t {
-    const int64_t b = c.next.fetch_add(1, std::memory_order_relaxed);
-    return b < total ? b : -1;
-  };
-  for (int64_t h = 0; h < helpers; ++h) {
-    block_pool().run([control, h, &fn, next] {
-      Control& c = *control;
-      int expected = 0;
-      {
-        std::lock_guard<std::mutex> lock(c.mutex);
-        if (!c.state[h].compare_exchange_strong(expected, 1)) return;  // not needed
-        ++c.running;
-      }
-      try {
-        fn(next);
-      } catch (...) {
-        c.errors[h + 1] = std::current_exception();
-      }
-      std::lock_guard<std::mutex> lock(c.mutex);
-      if (--c.running == 0) c.done.notify_all();
+  std::condition_variable done;
+  int64_t pending = threads - 1;
+  for (int64_t t = 1; t < threads; ++t) {
+    block_pool().run([&] {
+      run();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--pending == 0) done.notify_all();
     });
   }
-  try {
-    fn(next);
-  } catch (...) {
-    c.errors[0] = std::current_exception();
-    c.next.store(total, std::memory_order_relaxed);  // (the others stop at their next block)
-  }
+  run();
   {
-    std::unique_lock<std::mutex> lock(c.mutex);
-    for (int64_t h = 0; h < helpers; ++h) {
-      int expected = 0;
-      c.state[h].compare_exchange_strong(expected, 2);  // a helper not started: not waited for
-    }
-    c.done.wait(lock, [&] { return c.running == 0; });
+    std::unique_lock<std::mutex> lock(mutex);
+    done.wait(lock, [&] { return pending == 0; });
   }
-  for (auto& e : c.errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  if (error) std::rethrow_exception(error);
 }
 
 // The block buffers of the thread running a fused region's blocks, kept for its next region
