@@ -16,6 +16,7 @@
 #include "aten/OpTraits.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
+#include "runtime/OpenMP.h"
 
 #include <atomic>
 
@@ -113,12 +114,18 @@ struct CallChecks {
 CallChecks call_checks_of(const c10::OperatorHandle& op);
 void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks,
                    torch::jit::Stack& stack, size_t num_args);
+// While one is alive, a torchtpu kernel runs on this thread (inside_kernel()); off the thread
+// that keeps the process's OpenMP team, the team its loops started ends with the outermost one
+// (runtime/OpenMP.h).
 class KernelScope {
  public:
   KernelScope();
   ~KernelScope();
   KernelScope(const KernelScope&) = delete;
   KernelScope& operator=(const KernelScope&) = delete;
+
+ private:
+  runtime::ReleaseOpenMPTeamAfter release_;
 };
 
 class EntryKernel final : public c10::OperatorKernel {

@@ -15,6 +15,7 @@
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
+#include "runtime/OpenMP.h"
 #include "runtime/Stream.h"
 #include "sim/CostModel.h"
 
@@ -302,37 +303,6 @@ struct FusedRegion {
   void run() const;
 };
 
-// OpenMP's per-thread team size, bound weakly to the OpenMP runtime torch loads (this library is
-// not built with OpenMP): each thread running blocks sets its own to 1, so that ATen kernels
-// with a small grain (the VML ones: tanh, exp, ...) do not start nested teams on every block.
-extern "C" {
-void omp_set_num_threads(int) __attribute__((weak));
-int omp_get_max_threads() __attribute__((weak));
-// GCC's OpenMP entry for a parallel region (what `#pragma omp parallel` compiles to; its ABI has
-// not changed since GCC 4.9): fn(data) on the calling thread and num_threads - 1 of its team.
-void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags)
-    __attribute__((weak));
-int omp_in_parallel() __attribute__((weak));
-}
-
-class SerialOpenMP {
- public:
-  SerialOpenMP() {
-    if (omp_set_num_threads != nullptr && omp_get_max_threads != nullptr) {
-      previous_ = omp_get_max_threads();
-      omp_set_num_threads(1);
-    }
-  }
-  ~SerialOpenMP() {
-    if (previous_ > 0) omp_set_num_threads(previous_);
-  }
-  SerialOpenMP(const SerialOpenMP&) = delete;
-  SerialOpenMP& operator=(const SerialOpenMP&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 // The helper threads of fused regions: one persistent pool of ATen's intra-op thread count minus
 // one, started on first use and kept for the process (fused regions used to start fresh threads
 // for every region). Each helper sets its OpenMP team to one thread: the kernels inside a block
@@ -471,7 +441,7 @@ void FusedRegion::run() const {
   parallel_blocks(blocks, numel, [&](const auto& next_block) {
     // Kernels run on one block each: no nested intra-op parallelism (it would oversubscribe).
     const c10::ParallelGuard serial(true);
-    const SerialOpenMP serial_omp;
+    const runtime::SerialOpenMP serial_omp;
     // (Taken from the thread for the region's run: a kernel that runs a region inside a block
     // would find none and allocate its own.)
     std::vector<at::Tensor> buffers = std::move(t_block_buffers);

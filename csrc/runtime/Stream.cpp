@@ -6,6 +6,7 @@
 #include "runtime/Errors.h"
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
+#include "runtime/OpenMP.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -17,6 +18,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
 
 namespace torchtpu::runtime {
 
@@ -100,7 +103,10 @@ struct StreamQueue::Impl {
   static constexpr auto kSpin = std::chrono::microseconds(50);
   std::atomic<size_t> queued{0};  // items.size(), readable without the lock
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
-  bool running_inline = false;    // a host thread runs an item itself (see enqueue)
+  bool running_inline = false;    // a host thread runs items itself (enqueue, drain): the
+                                  // worker takes none meanwhile
+  bool worker_running = false;    // the worker runs an item it took
+  std::condition_variable worker_done;  // the worker finished an item while running_inline
 
   // Runs one item's work, its host time counted; the exception it raised, if any.
   static std::exception_ptr run_timed(std::function<void()>& work, const std::string& what) {
@@ -148,6 +154,13 @@ struct StreamQueue::Impl {
           }
           lock.lock();
         }
+        if (items.empty() || running_inline) {
+          // Idle (or a host thread runs the queue): the OpenMP team this thread started, if
+          // any, ends (OpenMP.h).
+          lock.unlock();
+          release_openmp_team();
+          lock.lock();
+        }
         parked = true;
         cv.wait(lock, [&] { return !items.empty() && !running_inline; });
         parked = false;
@@ -155,11 +168,14 @@ struct StreamQueue::Impl {
       Item item = std::move(items.front());
       items.pop_front();
       queued.store(items.size(), std::memory_order_release);
+      worker_running = true;
       lock.unlock();
       std::exception_ptr failure = run_timed(item.work, item.what);
       lock.lock();
       finished.push_back(std::move(item.work));
       completed_locked(failure, item.what, item.then);
+      worker_running = false;
+      if (running_inline) worker_done.notify_all();  // (a host thread waits to drain the queue)
     }
   }
   std::atomic<uint64_t> completed_atomic{0};  // `completed`, readable without the lock
@@ -228,11 +244,14 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   const int level = inline_work();
   // (Under HostWaitsNext, parallel work runs here only within the budget: past it, a graph's
   // long work goes to the worker, and the wait that follows stays interruptible.)
+  // (Parallel work runs here only with the process's OpenMP team: elsewhere it would run
+  // serially, and the worker can run it serially while this thread issues the next op.)
   const bool here =
       t_host_waits_next > 0
-          ? level >= 1 && (!parallel || std::chrono::steady_clock::now() - t_host_waits_since <
-                                            kHostWaitsInlineBudget)
-          : level == 2 || (parallel && level == 1);
+          ? level >= 1 && (!parallel || (openmp_team_here() &&
+                                         std::chrono::steady_clock::now() - t_host_waits_since <
+                                             kHostWaitsInlineBudget))
+          : level == 2 || (parallel && level == 1 && openmp_team_here());
   if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
     return;
   }
@@ -242,8 +261,11 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   if (!impl_->started) {
     // The worker holds its own reference to the state and is detached: streams live for the
     // whole process, and joining threads during static destruction could hang.
-    std::thread([impl = impl_] {
-      // Kernels run here use ATen's intra-op thread pool at its configured size (a new thread
+    std::thread([impl = impl_, name = "tpu" + std::to_string(int(device_)) + "-stream" +
+                                       std::to_string(id_)] {
+      // (Named for perf, py-spy and top; Linux keeps the first 15 characters.)
+      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      // Kernels run here use ATen's intra-op thread count, as on every thread (a new thread
       // would otherwise run OpenMP regions with its default settings).
       at::init_num_threads();
       impl->run();
@@ -255,6 +277,53 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   impl_->enqueued_atomic.store(impl_->enqueued, std::memory_order_release);
   impl_->queued.store(impl_->items.size(), std::memory_order_release);
   if (impl_->parked) impl_->cv.notify_one();  // (a spinning worker sees `queued`)
+}
+
+void StreamQueue::drain() {
+  Impl& s = *impl_;
+  if (s.queued.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (s.items.empty() || s.running_inline) return;
+  s.running_inline = true;  // the worker takes no more items
+  auto hand_back = [&] {    // (lock held)
+    s.running_inline = false;
+    if (!s.items.empty() && s.parked) s.cv.notify_one();
+  };
+  try {
+    // The item the worker runs finishes first: items run one at a time, in order.
+    wait_interruptibly(lock, s.worker_done, [&] { return !s.worker_running; });
+    auto checked = std::chrono::steady_clock::now();
+    while (!s.items.empty()) {
+      Impl::Item item = std::move(s.items.front());
+      s.items.pop_front();
+      s.queued.store(s.items.size(), std::memory_order_release);
+      lock.unlock();
+      // As on the worker (see run_inline).
+      t_stream_worker = true;
+      std::exception_ptr failure = Impl::run_timed(item.work, item.what);
+      t_stream_worker = false;
+      metrics::count("stream.work_drained");
+      lock.lock();
+      s.finished.push_back(std::move(item.work));  // (released as the worker's are)
+      s.completed_locked(failure, item.what, item.then);
+      // A long queue stays interruptible, as a wait for it is (HostWait.h).
+      if (std::chrono::steady_clock::now() - checked > std::chrono::milliseconds(20)) {
+        lock.unlock();
+        try {
+          check_interrupt();
+        } catch (...) {
+          lock.lock();
+          throw;
+        }
+        lock.lock();
+        checked = std::chrono::steady_clock::now();
+      }
+    }
+  } catch (...) {
+    hand_back();
+    throw;
+  }
+  hand_back();
 }
 
 void StreamQueue::drained_soon() const {
@@ -278,6 +347,11 @@ void StreamQueue::synchronize() {
               "synchronize tpu:", int(device_), ", which would wait for itself; please report "
               "the op that failed with this message");
   flush_deferred_work(FlushReason::stream_synchronize);
+  // The process's OpenMP team is on this thread (and the worker's loops are serial): the work
+  // still queued runs here (OpenMP.h).
+  if (one_openmp_team() && on_initial_thread() && inline_work() >= 1 && t_worker_only == 0) {
+    drain();
+  }
   drained_soon();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);

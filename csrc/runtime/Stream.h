@@ -24,6 +24,7 @@ constexpr c10::StreamId kPoolSize = 32;
 
 class StreamQueue;
 
+
 // Work recorded but not yet enqueued (fused eager's pending graph) is flushed onto the streams
 // at every synchronization point: synchronize (device, stream), a stream change, an event record
 // (runtime/DeferredWork.h).
@@ -41,7 +42,7 @@ class StreamQueue {
   // counted as completed (an event record: whoever sees the event complete also sees the
   // stream's work up to it complete, as stream queries on CUDA do). `parallel`: the work runs
   // parallel host loops (a GEMM, a pass over many elements); on an idle stream it then runs at
-  // once on this thread (see set_inline_work).
+  // once on this thread when this thread keeps the process's OpenMP team (see set_inline_work).
   void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {},
                bool parallel = false);
   // Waits until everything enqueued so far has run; rethrows the first error since the last
@@ -66,6 +67,10 @@ class StreamQueue {
   // timed and its error kept for the next synchronization as on the worker. False when busy.
   bool run_inline(std::function<void()>& work, const std::string& what,
                   const std::function<void()>& then);
+  // Runs the queued work on this thread, in order, after the item the worker runs now, until
+  // nothing is queued; the worker takes none meanwhile. Work runs with the worker's semantics
+  // (run_inline); an interrupt is taken between items, and the rest is left to the worker.
+  void drain();
   // Spins briefly (50 us at most) until everything enqueued has run.
   void drained_soon() const;
   struct Impl;

@@ -1,5 +1,6 @@
 // Streams and events: ordering, query, synchronize, cross-stream waits, errors, timing.
 #include "runtime/Device.h"
+#include "runtime/OpenMP.h"
 #include "runtime/Stream.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -34,10 +35,67 @@ TEST(Streams, WorkRunsInOrderOnTheWorkerThread) {
         },
         "append");
   }
+  // (Waited for without a synchronization, which on this thread runs the queued work itself.)
+  while (!q.query()) std::this_thread::sleep_for(100us);
   q.synchronize();
   ASSERT_EQ(seen.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[i], i);
   EXPECT_TRUE(other_thread);
+}
+
+TEST(Streams, ASynchronizeOnTheInitialThreadRunsTheQueuedWorkInOrderAfterTheWorkersItem) {
+  // (GoogleTest runs tests on the process's initial thread, which keeps its OpenMP team.)
+  ASSERT_TRUE(on_initial_thread());
+  auto stream = new_stream(0, 0);
+  auto& q = queue_of(stream);
+  std::atomic<bool> started{false}, release{false}, gate_done{false};
+  q.enqueue(
+      [&] {
+        started = true;
+        while (!release) std::this_thread::sleep_for(1ms);
+        gate_done = true;
+      },
+      "gate");
+  while (!started) std::this_thread::sleep_for(100us);  // the worker runs the gate now
+  const auto caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::thread::id> threads;
+  std::atomic<bool> gate_first{true};
+  auto append = [&](int i) {
+    return [&, i] {
+      if (!gate_done) gate_first = false;
+      std::lock_guard<std::mutex> lock(m);
+      order.push_back(i);
+      threads.push_back(std::this_thread::get_id());
+    };
+  };
+  for (int i = 0; i < 10; ++i) q.enqueue(append(i), "append");
+  q.enqueue([] { TORCH_CHECK(false, "boom"); }, "aten::broken");
+  for (int i = 10; i < 20; ++i) q.enqueue(append(i), "append");
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release = true;
+  });
+  try {
+    q.synchronize();
+    ADD_FAILURE() << "the error was not reported";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::broken"), std::string::npos) << e.what();
+  }
+  releaser.join();
+  EXPECT_TRUE(gate_first);
+  ASSERT_EQ(order.size(), 20u);  // (the work after the failed item ran too, as on the worker)
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(order[i], i);
+    EXPECT_EQ(threads[i], caller);
+  }
+  // The worker takes new work again.
+  std::atomic<bool> on_worker{false};
+  q.enqueue([&] { on_worker = std::this_thread::get_id() != caller; }, "after");
+  while (!q.query()) std::this_thread::sleep_for(100us);
+  EXPECT_TRUE(on_worker);
+  q.synchronize();
 }
 
 TEST(Streams, QueryReflectsPendingWork) {

@@ -226,3 +226,51 @@ def test_a_dtype_the_cpu_kernel_lacks_is_refused_at_the_call_even_when_the_resul
                                             antialias=True)
         torch.testing.assert_close(y.cpu(), torch.nn.functional.interpolate(
             x.float(), size=(27, 27), mode="bilinear", antialias=True))
+
+
+# A training step in every eager mode, with parallel loops on the stream's worker and on the
+# autograd engine's thread, after PyTorch's own CPU work made the initial thread's OpenMP team;
+# then the names of the process's threads. An OpenMP helper thread takes the name of the thread
+# that started its team.
+_THREADS_AFTER_TRAINING = """
+    import json, os, time, torch, torchtpu
+    def step(device):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(),
+                                    torch.nn.Linear(1024, 512)).to(device)
+        x = torch.randn(256, 512, device=device)
+        model(x).square().mean().backward()
+        return model[0].weight.grad.sum().item()
+    step("cpu")
+    for mode in ("strict", "fused", "debug"):
+        with torchtpu.eager_mode(mode):
+            step("tpu")
+    time.sleep(0.1)  # (the stream's worker ends its team once its queue is dry)
+    names = [open(f"/proc/self/task/{t}/comm").read().strip()
+             for t in os.listdir("/proc/self/task")]
+    print(json.dumps(names))
+"""
+
+
+def _thread_names(env):
+    import json
+    return json.loads(run_python(_THREADS_AFTER_TRAINING, env=env).stdout.strip().splitlines()[-1])
+
+
+def test_idle_tpu_work_leaves_no_openmp_team_besides_the_initial_threads():
+    """libgomp throttles every team while the process has more OpenMP threads than cores (each
+    parallel loop then wakes its threads with a futex): a PyTorch CPU training step took 1.75x
+    as long next to one idle team of another thread (docs/runtime.md, "One OpenMP team"). The
+    stream's worker ends its team when its queue runs dry, the autograd engine's thread for
+    "tpu" when its kernel returns: once the device is idle, no thread but the initial one has
+    helpers, which would carry its name. With TORCHTPU_ONE_OPENMP_TEAM=0 the worker keeps its
+    team (which is how the check fails)."""
+    if torch.get_num_threads() < 2:
+        pytest.skip("one intra-op thread: no OpenMP team to start")
+    names = _thread_names({"TORCHTPU_ONE_OPENMP_TEAM": "1"})
+    ours = [n for n in names if n.startswith(("tpu", "pt_autograd"))]
+    assert "tpu0-stream0" in ours and "pt_autograd_0" in ours, names
+    assert len(ours) == len(set(ours)), f"a thread other than the initial one started a team: {names}"
+    names = _thread_names({"TORCHTPU_ONE_OPENMP_TEAM": "0"})
+    ours = [n for n in names if n.startswith(("tpu", "pt_autograd"))]
+    assert len(ours) > len(set(ours)), names
