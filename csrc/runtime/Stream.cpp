@@ -101,11 +101,16 @@ struct StreamQueue::Impl {
   // small ops one after another then hands each over without waking a parked thread (a futex
   // wake costs the issuing thread microseconds; docs/runtime.md, "Streams and events").
   static constexpr auto kSpin = std::chrono::microseconds(50);
+  // Parked this long, the worker ends its OpenMP team (OpenMP.h): ending it at every park cost
+  // a strict training step of a small transformer 15-20% (the team is started again for the
+  // next parallel loop), while a team kept through a step's short gaps costs nothing.
+  static constexpr auto kIdle = std::chrono::milliseconds(10);
   std::atomic<size_t> queued{0};  // items.size(), readable without the lock
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
   bool running_inline = false;    // a host thread runs items itself (enqueue, drain): the
                                   // worker takes none meanwhile
   bool worker_running = false;    // the worker runs an item it took
+  bool held = false;  // queued work kept for the host thread that waits next (HostWaitsNext)
   std::condition_variable worker_done;  // the worker finished an item while running_inline
 
   // Runs one item's work, its host time counted; the exception it raised, if any.
@@ -144,7 +149,7 @@ struct StreamQueue::Impl {
     t_stream_worker = true;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      if (items.empty() || running_inline) {
+      if (items.empty() || running_inline || held) {
         if (items.empty()) {
           lock.unlock();
           const auto until = std::chrono::steady_clock::now() + kSpin;
@@ -154,15 +159,15 @@ struct StreamQueue::Impl {
           }
           lock.lock();
         }
-        if (items.empty() || running_inline) {
-          // Idle (or a host thread runs the queue): the OpenMP team this thread started, if
-          // any, ends (OpenMP.h).
+        parked = true;
+        const auto ready = [&] { return !items.empty() && !running_inline && !held; };
+        if (!cv.wait_for(lock, kIdle, ready)) {
+          // Idle for a while: the OpenMP team this thread started, if any, ends (OpenMP.h).
           lock.unlock();
           release_openmp_team();
           lock.lock();
+          cv.wait(lock, ready);
         }
-        parked = true;
-        cv.wait(lock, [&] { return !items.empty() && !running_inline; });
         parked = false;
       }
       Item item = std::move(items.front());
@@ -196,6 +201,7 @@ int inline_level_from_env() {
 std::atomic<int> g_inline{inline_level_from_env()};
 thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
 thread_local int t_host_waits_next = 0;  // HostWaitsNext guards alive on this thread
+thread_local std::vector<StreamQueue*> t_held;  // queues holding work for this thread
 // When the outermost HostWaitsNext on this thread was made.
 thread_local std::chrono::steady_clock::time_point t_host_waits_since;
 // How long parallel work may run on the issuing thread under HostWaitsNext (Stream.h).
@@ -211,7 +217,14 @@ WorkerOnly::~WorkerOnly() { --t_worker_only; }
 HostWaitsNext::HostWaitsNext() {
   if (t_host_waits_next++ == 0) t_host_waits_since = std::chrono::steady_clock::now();
 }
-HostWaitsNext::~HostWaitsNext() { --t_host_waits_next; }
+HostWaitsNext::~HostWaitsNext() {
+  if (--t_host_waits_next > 0) return;
+  // The work kept for this thread goes to the workers again (this thread's synchronization,
+  // which follows, takes it over first when it comes in time).
+  std::vector<StreamQueue*> held;
+  held.swap(t_held);
+  for (StreamQueue* q : held) q->release_hold();
+}
 int inline_work() { return g_inline.load(std::memory_order_relaxed); }
 
 bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
@@ -255,9 +268,21 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
     return;
   }
+  // Under HostWaitsNext on the thread with the OpenMP team, work that does not run here now is
+  // kept for this thread's synchronization that follows (drain), not started by the worker: run
+  // there, its loops would start a second team beside this thread's (OpenMP.h).
+  const bool hold = t_host_waits_next > 0 && level >= 1 && t_worker_only == 0 &&
+                    !t_stream_worker && one_openmp_team() && on_initial_thread();
   FinishedWork finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();
+  if (hold) {
+    if (!impl_->held) {
+      impl_->held = true;
+      t_held.push_back(this);
+    }
+    metrics::count("stream.work_kept_for_host");
+  }
   if (!impl_->started) {
     // The worker holds its own reference to the state and is detached: streams live for the
     // whole process, and joining threads during static destruction could hang.
@@ -279,12 +304,19 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   if (impl_->parked) impl_->cv.notify_one();  // (a spinning worker sees `queued`)
 }
 
+void StreamQueue::release_hold() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->held = false;
+  if (!impl_->items.empty() && impl_->parked) impl_->cv.notify_one();
+}
+
 void StreamQueue::drain() {
   Impl& s = *impl_;
   if (s.queued.load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.items.empty() || s.running_inline) return;
   s.running_inline = true;  // the worker takes no more items
+  s.held = false;           // (this thread takes over what was kept for it)
   auto hand_back = [&] {    // (lock held)
     s.running_inline = false;
     if (!s.items.empty() && s.parked) s.cv.notify_one();
@@ -374,6 +406,12 @@ bool StreamQueue::query() const {
 }
 
 bool StreamQueue::wait_idle() {
+  // Work kept for this thread (a wait for memory in the middle of a fused graph) runs here
+  // first: the worker would not start it.
+  if (impl_->queued.load(std::memory_order_acquire) > 0 && on_initial_thread() &&
+      !t_stream_worker) {
+    drain();
+  }
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const bool busy = impl_->completed != impl_->enqueued || !impl_->finished.empty();

@@ -58,6 +58,9 @@ class StreamQueue {
   // waits for the work running now. Returns how many items were dropped.
   size_t cancel_queued();
 
+  // Lets the worker take the work kept for a host thread (HostWaitsNext).
+  void release_hold();
+
   c10::DeviceIndex device() const { return device_; }
   c10::StreamId id() const { return id_; }
   int priority() const { return priority_; }
@@ -109,6 +112,8 @@ class WorkerOnly {
 // never after a whole graph of GEMMs run here.
 class HostWaitsNext {
  public:
+  // (Work it enqueues that does not run at once is kept for this thread's synchronization,
+  // which takes it over (StreamQueue::drain), until the outermost guard goes: OpenMP.h.)
   HostWaitsNext();
   ~HostWaitsNext();
   HostWaitsNext(const HostWaitsNext&) = delete;

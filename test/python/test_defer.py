@@ -377,6 +377,28 @@ def test_fuzzer_programs_match_cpu_with_work_run_on_the_issuing_thread(seed):
     assert torchtpu.metrics.counters().get("stream.work_run_inline", 0) > before
 
 
+def test_a_long_graph_the_host_waits_for_keeps_its_later_work_for_the_host():
+    """Past its first 50 ms on the issuing thread, a graph the host waits for next enqueues its
+    parallel work; that work is kept for the host's synchronization, which runs it on the
+    process's OpenMP team, instead of being started by the worker with a team of its own beside
+    it (runtime/OpenMP.h; docs/runtime.md, "One OpenMP team"). Values as in strict eager."""
+    if torchtpu.get_eager_mode() != "fused":
+        pytest.skip("fused eager's flush")
+    torch.manual_seed(0)
+    a = [torch.randn(1024, 1024, device="tpu") for _ in range(12)]
+    torchtpu.sync()
+    c = counters()
+    kept, drained = c.get("stream.work_kept_for_host", 0), c.get("stream.work_drained", 0)
+    outs = [(m @ m).relu() for m in a]  # a dozen GEMMs of 2^30 multiply-adds: well past 50 ms
+    total = sum(o.sum() for o in outs).item()
+    c = counters()
+    assert c.get("stream.work_kept_for_host", 0) > kept
+    assert c.get("stream.work_drained", 0) > drained
+    with torchtpu.eager_mode("strict"):
+        expected = sum((m @ m).relu().sum() for m in a).item()
+    assert total == expected
+
+
 def test_a_graph_flushed_by_a_synchronization_runs_on_the_issuing_thread():
     """A graph the host waits for next (a sync, a read of its values) runs at once on the issuing
     thread when the stream is idle, its small regions too (no hand-off to the worker: Stream.h,
