@@ -1,7 +1,8 @@
 """Host speed on small work (issue #15): torchtpu's eager modes against PyTorch's CPU eager.
 
 People run pytest suites and model-zoo sweeps of tiny models on "tpu", where the host overhead
-per op is the whole cost. Measured in one process, interleaved, medians of the repeats:
+per op is the whole cost. Measured in one process, interleaved, medians of the repeats (the
+training steps: each column alone in a process of its own, alternating, medians of 3 rounds):
 
     tiny ops     64x64 float32 `x + y` with the results kept alive (allocation included) and
                  discarded, `x.add_(y)` and `torch.add(x, y, out=o)`: microseconds per op on the
@@ -18,11 +19,21 @@ per op is the whole cost. Measured in one process, interleaved, medians of the r
                  the stream's worker (TORCHTPU_INLINE=0); and the host time per step of the
                  simulated MXU's matrix products, the bound no eager mode passes
 
+An OpenMP team that torchtpu leaves behind would slow the CPU's loops in the same process: a
+second idle team makes libgomp throttle every team, and the CPU's training step then took 1.75x
+as long (docs/runtime.md, "One OpenMP team"; the training figures of sessions 14-20 were measured
+against a CPU column slowed so). Before the training rows, the benchmark counts the OpenMP threads
+of teams other than the initial thread's once torchtpu is idle (by name: a helper takes the name
+of the thread that started its team) and warns when there are any.
+
 The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
     python benchmarks/host_speed.py             # about 3 minutes on 2 cores
     python benchmarks/host_speed.py --quick     # fewer repeats
     python benchmarks/host_speed.py --plot-only # redraw results/host_speed.png from its JSON
+    python benchmarks/host_speed.py --alone encoder fused --seconds 4
+                                                # one training column alone in this process
+                                                # (steps/s; for comparisons across processes)
 """
 from __future__ import annotations
 
@@ -130,6 +141,27 @@ def training(make):
     return column
 
 
+def extra_openmp_threads() -> int:
+    """Threads that are OpenMP helpers of a team other than the initial thread's, once torchtpu
+    is idle: threads sharing a name that is not the initial thread's."""
+    import collections
+    import os
+    time.sleep(0.1)  # (the stream's worker ends its team once its queue is dry)
+    names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    initial = open(f"/proc/self/task/{os.getpid()}/comm").read().strip()
+    counts = collections.Counter(n for n in names if n != initial)
+    return sum(c - 1 for c in counts.values())
+
+
+def alone_steps_per_s(model: str, column: str, seconds: float) -> float:
+    """Steps/s of one training column run alone in a fresh process (--alone)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, __file__, "--alone", model, column, "--seconds",
+                          str(seconds)], capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1].split("alone: ")[1].split()[0])
+
+
 def example_step():
     return training(compile_bench.example_case())
 
@@ -183,7 +215,22 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot-only", action="store_true",
                         help="redraw the plot from the last run's JSON, measuring nothing")
+    parser.add_argument("--alone", nargs=2, metavar=("MODEL", "COLUMN"),
+                        help="run one training column (example|encoder, cpu|strict|fused) alone "
+                             "for --seconds and print its steps/s")
+    parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
+    if args.alone:
+        model, column = args.alone
+        step = {"example": example_step, "encoder": encoder_step}[model]()(column)
+        for _ in range(5):
+            step()
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < args.seconds:
+            step()
+            steps += 1
+        print(f"{model} {column} alone: {steps / (time.perf_counter() - start):.1f} steps/s")
+        return
     if args.plot_only:
         name = "host_speed" + ("_quick" if args.quick else "")
         common.plot(name, drawing(json.loads((common.RESULTS / f"{name}.json").read_text())))
@@ -216,12 +263,34 @@ def main():
     print(f"== fused eager, cached region of 11 ops, median of {len(blocks)} blocks: record "
           f"{rec:.2f} + flush {fl:.2f}, total {total:.2f} us per op", flush=True)
 
+    # Training steps: every column alone in a process of its own, the processes alternating
+    # over the rounds (medians). Interleaved in one process, each column left state behind that
+    # weighed on the next (a stream worker's OpenMP team lives 10 ms past its last work), and a
+    # user's program runs one mode.
+    rounds, seconds = (1, 1.5) if args.quick else (3, 3.0)
+    columns = ("cpu", "strict", "strict_worker", "fused")
+    alone = {}
+    for r in range(rounds):
+        for name in ("example", "encoder"):
+            for column in columns:
+                alone[(r, name, column)] = alone_steps_per_s(name, column, seconds)
     for name, make in (("example", example_step()), ("encoder", encoder_step())):
-        fns = {mode: make(mode) for mode in ("cpu", "strict", "strict_worker", "fused")}
-        times = common.interleaved(fns, repeats=repeats, warmup=2)
-        row = {mode: 1.0 / common.median(times[mode]) for mode in fns}
+        fns = {mode: make(mode) for mode in columns}
+        for fn in fns.values():
+            fn()
+        extra = extra_openmp_threads()
+        results.setdefault("extra_openmp_threads", {})[name] = extra
+        if extra:
+            print(f"   WARNING: {extra} OpenMP threads of other threads' teams are alive: the CPU "
+                  f"column's loops are throttled, and the ratios below flatter torchtpu", flush=True)
+        row, samples = {}, {}
+        for column in fns:
+            samples[column] = [alone[(r, name, column)] for r in range(rounds)]
+            row[column] = common.median(samples[column])
         results["train_steps_per_s"][name] = row
-        print(f"== training, {name}: steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
+        results.setdefault("train_steps_per_s_runs", {})[name] = samples
+        print(f"== training, {name} (each column alone in its own process, median of {rounds}): "
+              f"steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
               f"({row['strict'] / row['cpu']:.2f}x; all work on the worker "
               f"{row['strict_worker'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
               f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
