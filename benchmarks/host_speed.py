@@ -146,7 +146,7 @@ def extra_openmp_threads() -> int:
     is idle: threads sharing a name that is not the initial thread's."""
     import collections
     import os
-    time.sleep(0.1)  # (the stream's worker ends its team once its queue is dry)
+    time.sleep(0.1)  # (the stream's worker ends its team after 10 ms idle)
     names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
     initial = open(f"/proc/self/task/{os.getpid()}/comm").read().strip()
     counts = collections.Counter(n for n in names if n != initial)

@@ -64,19 +64,25 @@ std::unique_lock<Mutex> lock_without_gil(Mutex& mutex) {
   return lock;
 }
 
+// check_interrupt() with `lock` released; `lock` is held again on return, and when it raises.
+template <typename Lock>
+void check_interrupt_unlocked(Lock& lock) {
+  lock.unlock();
+  try {
+    check_interrupt();
+  } catch (...) {
+    lock.lock();
+    throw;
+  }
+  lock.lock();
+}
+
 // Waits on `cv` until `done()` by the second rule. `lock` is held on return.
 template <typename Lock, typename Pred>
 void wait_interruptibly(Lock& lock, std::condition_variable& cv, Pred done) {
   while (!done()) {
     if (cv.wait_for(lock, std::chrono::milliseconds(20), done)) return;
-    lock.unlock();
-    try {
-      check_interrupt();
-    } catch (...) {
-      lock.lock();
-      throw;
-    }
-    lock.lock();
+    check_interrupt_unlocked(lock);
   }
 }
 

@@ -206,6 +206,9 @@ thread_local std::vector<StreamQueue*> t_held;  // queues holding work for this 
 thread_local std::chrono::steady_clock::time_point t_host_waits_since;
 // How long parallel work may run on the issuing thread under HostWaitsNext (Stream.h).
 constexpr auto kHostWaitsInlineBudget = std::chrono::milliseconds(50);
+// How long a synchronization runs queued work itself before it leaves the rest to the worker
+// (StreamQueue::drain): a Ctrl-C is taken within it and one item's time.
+constexpr auto kDrainBudget = std::chrono::milliseconds(50);
 }  // namespace
 
 void set_inline_work(int level) {
@@ -313,49 +316,42 @@ void StreamQueue::release_hold() {
 void StreamQueue::drain() {
   Impl& s = *impl_;
   if (s.queued.load(std::memory_order_acquire) == 0) return;
+  // Work this thread kept on other streams goes to their workers first: an item here may wait
+  // for an event of theirs.
+  for (auto it = t_held.begin(); it != t_held.end();) {
+    if (*it == this) {
+      ++it;
+      continue;
+    }
+    (*it)->release_hold();
+    it = t_held.erase(it);
+  }
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.items.empty() || s.running_inline) return;
   s.running_inline = true;  // the worker takes no more items
   s.held = false;           // (this thread takes over what was kept for it)
-  auto hand_back = [&] {    // (lock held)
-    s.running_inline = false;
-    if (!s.items.empty() && s.parked) s.cv.notify_one();
-  };
-  try {
-    // The item the worker runs finishes first: items run one at a time, in order.
-    wait_interruptibly(lock, s.worker_done, [&] { return !s.worker_running; });
-    auto checked = std::chrono::steady_clock::now();
-    while (!s.items.empty()) {
-      Impl::Item item = std::move(s.items.front());
-      s.items.pop_front();
-      s.queued.store(s.items.size(), std::memory_order_release);
-      lock.unlock();
-      // As on the worker (see run_inline).
-      t_stream_worker = true;
-      std::exception_ptr failure = Impl::run_timed(item.work, item.what);
-      t_stream_worker = false;
-      metrics::count("stream.work_drained");
-      lock.lock();
-      s.finished.push_back(std::move(item.work));  // (released as the worker's are)
-      s.completed_locked(failure, item.what, item.then);
-      // A long queue stays interruptible, as a wait for it is (HostWait.h).
-      if (std::chrono::steady_clock::now() - checked > std::chrono::milliseconds(20)) {
-        lock.unlock();
-        try {
-          check_interrupt();
-        } catch (...) {
-          lock.lock();
-          throw;
-        }
-        lock.lock();
-        checked = std::chrono::steady_clock::now();
-      }
-    }
-  } catch (...) {
-    hand_back();
-    throw;
+  // While this thread owns the queue it never waits for the GIL (taking a Ctrl-C needs it, and
+  // a thread holding the GIL may be waiting for this very queue: the stress suite's interrupted
+  // rounds deadlocked so), so it takes no interrupt: it runs items for kDrainBudget at most,
+  // then leaves the rest to the worker and waits as any host wait does, interruptibly.
+  s.worker_done.wait(lock, [&] { return !s.worker_running; });  // (one item, no GIL needed)
+  const auto until = std::chrono::steady_clock::now() + kDrainBudget;
+  while (!s.items.empty() && std::chrono::steady_clock::now() < until) {
+    Impl::Item item = std::move(s.items.front());
+    s.items.pop_front();
+    s.queued.store(s.items.size(), std::memory_order_release);
+    lock.unlock();
+    // As on the worker (see run_inline).
+    t_stream_worker = true;
+    std::exception_ptr failure = Impl::run_timed(item.work, item.what);
+    t_stream_worker = false;
+    metrics::count("stream.work_drained");
+    lock.lock();
+    s.finished.push_back(std::move(item.work));  // (released as the worker's are)
+    s.completed_locked(failure, item.what, item.then);
   }
-  hand_back();
+  s.running_inline = false;
+  if (!s.items.empty() && s.parked) s.cv.notify_one();
 }
 
 void StreamQueue::drained_soon() const {

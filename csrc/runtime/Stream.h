@@ -71,8 +71,9 @@ class StreamQueue {
   bool run_inline(std::function<void()>& work, const std::string& what,
                   const std::function<void()>& then);
   // Runs the queued work on this thread, in order, after the item the worker runs now, until
-  // nothing is queued; the worker takes none meanwhile. Work runs with the worker's semantics
-  // (run_inline); an interrupt is taken between items, and the rest is left to the worker.
+  // nothing is queued or for 50 ms at most (the rest is left to the worker); the worker takes
+  // none meanwhile. Work runs with the worker's semantics (run_inline). It never waits for the
+  // GIL, so it takes no interrupt: the wait that follows does.
   void drain();
   // Spins briefly (50 us at most) until everything enqueued has run.
   void drained_soon() const;

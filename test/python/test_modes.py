@@ -245,7 +245,7 @@ _THREADS_AFTER_TRAINING = """
     for mode in ("strict", "fused", "debug"):
         with torchtpu.eager_mode(mode):
             step("tpu")
-    time.sleep(0.1)  # (the stream's worker ends its team once its queue is dry)
+    time.sleep(0.1)  # (the stream's worker ends its team after 10 ms idle)
     names = [open(f"/proc/self/task/{t}/comm").read().strip()
              for t in os.listdir("/proc/self/task")]
     print(json.dumps(names))
@@ -261,7 +261,7 @@ def test_idle_tpu_work_leaves_no_openmp_team_besides_the_initial_threads():
     """libgomp throttles every team while the process has more OpenMP threads than cores (each
     parallel loop then wakes its threads with a futex): a PyTorch CPU training step took 1.75x
     as long next to one idle team of another thread (docs/runtime.md, "One OpenMP team"). The
-    stream's worker ends its team when its queue runs dry, the autograd engine's thread for
+    stream's worker ends its team after 10 ms idle, the autograd engine's thread for
     "tpu" when its kernel returns: once the device is idle, no thread but the initial one has
     helpers, which would carry its name. With TORCHTPU_ONE_OPENMP_TEAM=0 the worker keeps its
     team (which is how the check fails)."""

@@ -487,3 +487,36 @@ def test_a_training_script_exits_cleanly_while_the_engine_thread_releases_its_la
     for run in range(5):
         proc = run_python(code, check=False)
         assert proc.returncode == 0, f"run {run}: exit code {proc.returncode}\n{proc.stderr[-2000:]}"
+
+
+def test_a_synchronize_running_queued_work_never_waits_for_a_gil_another_waiter_holds():
+    """A synchronize on the initial thread runs the stream's queued work itself (docs/runtime.md,
+    "One OpenMP team"). It took Ctrl-C between items, which needs the GIL, while another thread
+    held the GIL and waited for the same stream (a storage resize synchronizes without releasing
+    it): each waited for the other. The stress suite's interrupted fused rounds are the
+    reproducer (they hung in the first CI run and in the first of 25 direct runs; none of 25
+    after the fix). This script did not hang with the old code in its one try, so it guards the
+    pattern rather than reproducing it every time. A subprocess with a timeout: a hang fails."""
+    code = """
+        import threading, time, torch, torchtpu
+        torchtpu.set_eager_mode("strict")
+        a = torch.randn(512, 512, device="tpu")
+        s = torch.empty(16, device="tpu").untyped_storage()
+        stop = threading.Event()
+        def resizer():  # holds the GIL while it waits for the device
+            n = 64
+            while not stop.is_set():
+                n = 128 if n == 64 else 64
+                s.resize_(n)
+        t = threading.Thread(target=resizer)
+        t.start()
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            ys = [a @ a for _ in range(40)]  # queued behind each other: a drain of tens of ms
+            torch.tpu.synchronize()
+        stop.set()
+        t.join()
+        print("done")
+    """
+    proc = run_python(code, check=False)
+    assert proc.returncode == 0 and "done" in proc.stdout, proc.stderr[-2000:]
