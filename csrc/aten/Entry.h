@@ -16,7 +16,6 @@
 #include "aten/OpTraits.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
-#include "runtime/OpenMP.h"
 
 #include <atomic>
 
@@ -123,9 +122,6 @@ class KernelScope {
   ~KernelScope();
   KernelScope(const KernelScope&) = delete;
   KernelScope& operator=(const KernelScope&) = delete;
-
- private:
-  runtime::ReleaseOpenMPTeamAfter release_;
 };
 
 class EntryKernel final : public c10::OperatorKernel {

@@ -14,6 +14,7 @@
 #include "runtime/Device.h"
 #include "runtime/Generator.h"
 #include "runtime/Metrics.h"
+#include "runtime/OpenMP.h"
 #include "sim/CostModel.h"
 #include "sim/Ledger.h"
 
@@ -108,7 +109,9 @@ void set_entry_hook(EntryHook hook) { g_entry_hook.store(hook); }
 EntryHook entry_hook() { return g_entry_hook.load(std::memory_order_acquire); }
 bool inside_kernel() { return t_kernel_depth > 0; }
 KernelScope::KernelScope() { ++t_kernel_depth; }
-KernelScope::~KernelScope() { --t_kernel_depth; }
+KernelScope::~KernelScope() {
+  if (--t_kernel_depth == 0) runtime::release_openmp_team();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Launching device work (Launch.h)

@@ -13,7 +13,6 @@ bool read_one_openmp_team() {
   TORCH_CHECK(v == "0" || v == "1", "TORCHTPU_ONE_OPENMP_TEAM='", v, "': expected 0 or 1");
   return v == "1";
 }
-thread_local int t_release_depth = 0;  // ReleaseOpenMPTeamAfter guards alive on this thread
 }  // namespace
 
 bool one_openmp_team() {
@@ -44,12 +43,6 @@ SerialOpenMP::SerialOpenMP() {
 
 SerialOpenMP::~SerialOpenMP() {
   if (previous_ > 0) omp_set_num_threads(previous_);
-}
-
-ReleaseOpenMPTeamAfter::ReleaseOpenMPTeamAfter() { ++t_release_depth; }
-
-ReleaseOpenMPTeamAfter::~ReleaseOpenMPTeamAfter() {
-  if (--t_release_depth == 0) release_openmp_team();
 }
 
 }  // namespace torchtpu::runtime

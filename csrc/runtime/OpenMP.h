@@ -42,7 +42,8 @@ bool on_initial_thread();
 bool openmp_team_here();
 
 // Ends the OpenMP team the calling thread started, if it has one and !openmp_team_here() (its
-// next parallel region starts a new one). Not inside a parallel region.
+// next parallel region starts a new one). Not inside a parallel region. The outermost
+// aten::KernelScope calls it as a torchtpu kernel returns.
 void release_openmp_team();
 
 // While one is alive, OpenMP regions opened on this thread run on this thread alone.
@@ -55,17 +56,6 @@ class SerialOpenMP {
 
  private:
   int previous_ = 0;
-};
-
-// When the outermost one on a thread where !openmp_team_here() goes, the team that thread
-// started meanwhile ends (release_openmp_team). Every torchtpu kernel runs under one
-// (aten::KernelScope).
-class ReleaseOpenMPTeamAfter {
- public:
-  ReleaseOpenMPTeamAfter();
-  ~ReleaseOpenMPTeamAfter();
-  ReleaseOpenMPTeamAfter(const ReleaseOpenMPTeamAfter&) = delete;
-  ReleaseOpenMPTeamAfter& operator=(const ReleaseOpenMPTeamAfter&) = delete;
 };
 
 }  // namespace torchtpu::runtime

@@ -209,6 +209,14 @@ constexpr auto kHostWaitsInlineBudget = std::chrono::milliseconds(50);
 // How long a synchronization runs queued work itself before it leaves the rest to the worker
 // (StreamQueue::drain): a Ctrl-C is taken within it and one item's time.
 constexpr auto kDrainBudget = std::chrono::milliseconds(50);
+
+// Whether this thread runs a stream's queued work itself when it waits for it (drain), and keeps
+// work for that under HostWaitsNext: the thread with the process's OpenMP team (OpenMP.h),
+// unless work is sent to the worker (TORCHTPU_INLINE=0, WorkerOnly) or this is a worker.
+bool host_runs_queued_work() {
+  return one_openmp_team() && on_initial_thread() && !t_stream_worker && t_worker_only == 0 &&
+         g_inline.load(std::memory_order_relaxed) >= 1;
+}
 }  // namespace
 
 void set_inline_work(int level) {
@@ -260,8 +268,8 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   const int level = inline_work();
   // (Under HostWaitsNext, parallel work runs here only within the budget: past it, a graph's
   // long work goes to the worker, and the wait that follows stays interruptible.)
-  // (Parallel work runs here only with the process's OpenMP team: elsewhere it would run
-  // serially, and the worker can run it serially while this thread issues the next op.)
+  // (Parallel work runs here only on the thread that keeps the process's OpenMP team: on
+  // another thread its loops would start a team of their own, OpenMP.h.)
   const bool here =
       t_host_waits_next > 0
           ? level >= 1 && (!parallel || (openmp_team_here() &&
@@ -274,8 +282,7 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   // Under HostWaitsNext on the thread with the OpenMP team, work that does not run here now is
   // kept for this thread's synchronization that follows (drain), not started by the worker: run
   // there, its loops would start a second team beside this thread's (OpenMP.h).
-  const bool hold = t_host_waits_next > 0 && level >= 1 && t_worker_only == 0 &&
-                    !t_stream_worker && one_openmp_team() && on_initial_thread();
+  const bool hold = t_host_waits_next > 0 && host_runs_queued_work();
   FinishedWork finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();
@@ -375,11 +382,8 @@ void StreamQueue::synchronize() {
               "synchronize tpu:", int(device_), ", which would wait for itself; please report "
               "the op that failed with this message");
   flush_deferred_work(FlushReason::stream_synchronize);
-  // The process's OpenMP team is on this thread (and the worker's loops are serial): the work
-  // still queued runs here (OpenMP.h).
-  if (one_openmp_team() && on_initial_thread() && inline_work() >= 1 && t_worker_only == 0) {
-    drain();
-  }
+  // The process's OpenMP team is on this thread: the work still queued runs here (OpenMP.h).
+  if (host_runs_queued_work()) drain();
   drained_soon();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
@@ -404,10 +408,7 @@ bool StreamQueue::query() const {
 bool StreamQueue::wait_idle() {
   // Work kept for this thread (a wait for memory in the middle of a fused graph) runs here
   // first: the worker would not start it.
-  if (impl_->queued.load(std::memory_order_acquire) > 0 && on_initial_thread() &&
-      !t_stream_worker) {
-    drain();
-  }
+  if (host_runs_queued_work()) drain();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const bool busy = impl_->completed != impl_->enqueued || !impl_->finished.empty();

@@ -24,7 +24,6 @@ constexpr c10::StreamId kPoolSize = 32;
 
 class StreamQueue;
 
-
 // Work recorded but not yet enqueued (fused eager's pending graph) is flushed onto the streams
 // at every synchronization point: synchronize (device, stream), a stream change, an event record
 // (runtime/DeferredWork.h).
