@@ -2,7 +2,7 @@
 
 People run pytest suites and model-zoo sweeps of tiny models on "tpu", where the host overhead
 per op is the whole cost. Measured in one process, interleaved, medians of the repeats (the
-training steps: each column alone in a process of its own, alternating, medians of 3 rounds):
+training steps: each column alone in a process of its own, alternating, medians of 5 rounds):
 
     tiny ops     64x64 float32 `x + y` with the results kept alive (allocation included) and
                  discarded, `x.add_(y)` and `torch.add(x, y, out=o)`: microseconds per op on the
@@ -16,7 +16,8 @@ training steps: each column alone in a process of its own, alternating, medians 
     training     steps per second of examples/train.py's model (d_model 64, 2 layers, 16x64
                  tokens, AdamW) and of a small nn.TransformerEncoder of the same size, on the CPU
                  and on "tpu" in strict and fused eager, and in strict eager with all work on
-                 the stream's worker (TORCHTPU_INLINE=0); and the host time per step of the
+                 the stream's worker (TORCHTPU_INLINE=0) and with the backward pass on the
+                 autograd engine's thread (PyTorch's default); and the host time per step of the
                  simulated MXU's matrix products, the bound no eager mode passes
 
 An OpenMP team that torchtpu leaves behind would slow the CPU's loops in the same process: a
@@ -28,7 +29,7 @@ of the thread that started its team) and warns when there are any.
 
 The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
-    python benchmarks/host_speed.py             # about 3 minutes on 2 cores
+    python benchmarks/host_speed.py             # about 9 minutes on 2 cores
     python benchmarks/host_speed.py --quick     # fewer repeats
     python benchmarks/host_speed.py --plot-only # redraw results/host_speed.png from its JSON
     python benchmarks/host_speed.py --alone encoder fused --seconds 4
@@ -124,8 +125,17 @@ def stream_costs(reps: int):
 def training(make):
     """A training step (compile.py's cases: AdamW, loss.item() at the end) run in each column;
     "strict_worker" is strict eager with every piece of work handed to the stream's worker
-    (parallel work on an idle stream otherwise runs on the issuing thread: docs/runtime.md)."""
+    (work on an idle stream otherwise runs on the issuing thread: docs/runtime.md);
+    "strict_engine" is strict eager with the backward pass on the autograd engine's thread for
+    "tpu", PyTorch's default (torchtpu runs it on the calling thread: docs/runtime.md)."""
     def column(mode):
+        if mode == "strict_engine":
+            step = in_mode("strict", make("strict"))
+
+            def run_on_engine_thread():
+                with torch.autograd.set_multithreading_enabled(True):
+                    step()
+            return run_on_engine_thread
         if mode != "strict_worker":
             return in_mode(mode, make("cpu" if mode == "cpu" else "strict"))
         step = in_mode("strict", make("strict"))
@@ -177,7 +187,7 @@ def encoder_step():
 
 # One color per column in both panels.
 COLORS = {"cpu": "tab:blue", "strict": "tab:orange", "strict_worker": "tab:purple",
-          "fused": "tab:green", "debug": "tab:red"}
+          "strict_engine": "tab:brown", "fused": "tab:green", "debug": "tab:red"}
 
 
 def drawing(results):
@@ -195,9 +205,12 @@ def drawing(results):
         axes[0].set_ylabel("host us per op (measured)")
         axes[0].set_title("tiny ops, 64x64 float32")
         train = results["train_steps_per_s"]
-        for k, mode in enumerate(("cpu", "strict", "strict_worker", "fused")):
-            axes[1].bar([i + (k - 1.5) * width for i in range(len(train))],
-                        [r[mode] / r["cpu"] for r in train.values()], width, label=mode,
+        train_columns = [c for c in ("cpu", "strict", "strict_worker", "strict_engine", "fused")
+                         if all(c in r for r in train.values())]
+        w = 0.8 / len(train_columns)
+        for k, mode in enumerate(train_columns):
+            axes[1].bar([i + (k - (len(train_columns) - 1) / 2) * w for i in range(len(train))],
+                        [r[mode] / r["cpu"] for r in train.values()], w, label=mode,
                         color=COLORS[mode])
         axes[1].axhline(1.0, color="gray", lw=0.8)
         axes[1].set_xticks(range(len(train)))
@@ -216,7 +229,7 @@ def main():
     parser.add_argument("--plot-only", action="store_true",
                         help="redraw the plot from the last run's JSON, measuring nothing")
     parser.add_argument("--alone", nargs=2, metavar=("MODEL", "COLUMN"),
-                        help="run one training column (example|encoder, cpu|strict|fused) alone "
+                        help="run one training column (example|encoder, cpu|strict|strict_worker|strict_engine|fused) alone "
                              "for --seconds and print its steps/s")
     parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
@@ -267,8 +280,8 @@ def main():
     # over the rounds (medians). Interleaved in one process, each column left state behind that
     # weighed on the next (a stream worker's OpenMP team lives 10 ms past its last work), and a
     # user's program runs one mode.
-    rounds, seconds = (1, 1.5) if args.quick else (3, 3.0)
-    columns = ("cpu", "strict", "strict_worker", "fused")
+    rounds, seconds = (1, 1.5) if args.quick else (5, 3.0)
+    columns = ("cpu", "strict", "strict_worker", "strict_engine", "fused")
     alone = {}
     for r in range(rounds):
         for name in ("example", "encoder"):
@@ -289,10 +302,11 @@ def main():
             row[column] = common.median(samples[column])
         results["train_steps_per_s"][name] = row
         results.setdefault("train_steps_per_s_runs", {})[name] = samples
-        print(f"== training, {name} (each column alone in its own process, median of {rounds}): "
+        print(f"== training, {name} (each column alone in its own process, median of {rounds} rounds): "
               f"steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
               f"({row['strict'] / row['cpu']:.2f}x; all work on the worker "
-              f"{row['strict_worker'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
+              f"{row['strict_worker'] / row['cpu']:.2f}x; backward on the engine's thread "
+              f"{row['strict_engine'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
               f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
         # What bounds a step on "tpu": the simulated MXU's matrix products (TPU numerics, run
         # on the host), which no eager mode shortens. The CPU's step time over their host time

@@ -203,6 +203,31 @@ def _let_engine_threads_finish() -> None:
     time.sleep(0.001)
 
 
+def _backward_on_the_calling_thread() -> bool:
+    """Backward passes over "tpu" tensors started on the importing thread run on that thread, as
+    the CPU's do, instead of on the autograd engine's thread for "tpu" (docs/runtime.md,
+    "Backward on the calling thread"): device work runs on the thread that keeps the process's
+    OpenMP team, and no second team is started beside it. TORCHTPU_BACKWARD_ON_CALLER=0 keeps
+    PyTorch's default. Not done where CUDA, XPU or MPS is available (their backward passes would
+    move too) or when the importing thread is not the main thread. Returns whether it was done."""
+    import threading
+
+    value = _os.environ.get("TORCHTPU_BACKWARD_ON_CALLER", "1")
+    if value not in ("0", "1"):
+        raise RuntimeError(f"TORCHTPU_BACKWARD_ON_CALLER={value!r}: expected 0 or 1")
+    if value == "0" or threading.current_thread() is not threading.main_thread():
+        return False
+    others = (torch.cuda.is_available(),
+              hasattr(torch, "xpu") and torch.xpu.is_available(),
+              torch.backends.mps.is_available())
+    if any(others):
+        return False
+    torch._C._set_multithreading_enabled(False)
+    return True
+
+
+backward_on_calling_thread = _backward_on_the_calling_thread()
+
 import atexit as _atexit  # noqa: E402
 
 _atexit.register(_finish_pending_work)

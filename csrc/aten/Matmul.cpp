@@ -101,7 +101,12 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
     at::matmul_out(p, h_a, h_b);
   }
   if (!a.equal(1)) p.mul_(a);
-  if (use_beta) p.add_(widen ? h_self.to(at::kFloat).mul(b) : h_self.mul(b));
+  if (use_beta) {
+    // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
+    const bool one = !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
+    const at::Tensor term = widen ? h_self.to(at::kFloat) : h_self;
+    p.add_(one ? term : term.mul(b));
+  }
   if (!direct) h_out.copy_(p);
 }
 

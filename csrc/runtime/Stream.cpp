@@ -198,7 +198,18 @@ int inline_level_from_env() {
   TORCH_CHECK(v == "1", "TORCHTPU_INLINE='", v, "': expected 0, 1 or all");
   return 1;
 }
-std::atomic<int> g_inline{inline_level_from_env()};
+// The level, read from the environment at first use (-1 until then): at load time a bad value
+// could only abort the process, and a test's main() sets its own before anything runs.
+std::atomic<int> g_inline{-1};
+int inline_level() {
+  int level = g_inline.load(std::memory_order_relaxed);
+  if (level < 0) {
+    level = inline_level_from_env();
+    int unset = -1;
+    if (!g_inline.compare_exchange_strong(unset, level, std::memory_order_relaxed)) level = unset;
+  }
+  return level;
+}
 thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
 thread_local int t_host_waits_next = 0;  // HostWaitsNext guards alive on this thread
 thread_local std::vector<StreamQueue*> t_held;  // queues holding work for this thread
@@ -215,7 +226,7 @@ constexpr auto kDrainBudget = std::chrono::milliseconds(50);
 // unless work is sent to the worker (TORCHTPU_INLINE=0, WorkerOnly) or this is a worker.
 bool host_runs_queued_work() {
   return one_openmp_team() && on_initial_thread() && !t_stream_worker && t_worker_only == 0 &&
-         g_inline.load(std::memory_order_relaxed) >= 1;
+         inline_level() >= 1;
 }
 }  // namespace
 
@@ -236,7 +247,7 @@ HostWaitsNext::~HostWaitsNext() {
   held.swap(t_held);
   for (StreamQueue* q : held) q->release_hold();
 }
-int inline_work() { return g_inline.load(std::memory_order_relaxed); }
+int inline_work() { return inline_level(); }
 
 bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
                              const std::function<void()>& then) {
@@ -270,14 +281,26 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   // long work goes to the worker, and the wait that follows stays interruptible.)
   // (Parallel work runs here only on the thread that keeps the process's OpenMP team: on
   // another thread its loops would start a team of their own, OpenMP.h.)
+  // (Otherwise, on the thread with the team, all work on an idle stream runs here: a worker
+  // running beside the team and the host thread would be a third thread on the cores the team
+  // spans, and its own loops would start a second team.)
   const bool here =
       t_host_waits_next > 0
           ? level >= 1 && (!parallel || (openmp_team_here() &&
                                          std::chrono::steady_clock::now() - t_host_waits_since <
                                              kHostWaitsInlineBudget))
-          : level == 2 || (parallel && level == 1 && openmp_team_here());
+          : level == 2 || (level == 1 && openmp_team_here());
   if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
     return;
+  }
+  // Parallel work issued on that thread while the stream is busy: this thread runs the queued
+  // work itself (drain, after the worker's item), then this work.
+  if (parallel && level >= 1 && t_host_waits_next == 0 && host_runs_queued_work()) {
+    wait_idle();
+    if (run_inline(work, what, then)) {
+      metrics::count("stream.work_run_inline_after_drain");
+      return;
+    }
   }
   // Under HostWaitsNext on the thread with the OpenMP team, work that does not run here now is
   // kept for this thread's synchronization that follows (drain), not started by the worker: run
@@ -647,6 +670,9 @@ void block(void* handle, const c10::Stream& stream) {
   if (handle == nullptr) return;
   auto mark = static_cast<Event*>(handle)->latest();
   if (!mark) return;
+  // (Always the worker's: run by the issuing thread on an idle stream, the wait would block the
+  // host until the other stream reaches the mark, where CUDA's host goes on.)
+  const WorkerOnly on_the_worker;
   queue_of(stream).enqueue([mark] { mark->wait(); }, "event wait");
   observe(handle, stream, /*recorded=*/false);
 }

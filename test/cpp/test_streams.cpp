@@ -43,19 +43,33 @@ TEST(Streams, WorkRunsInOrderOnTheWorkerThread) {
   EXPECT_TRUE(other_thread);
 }
 
+// The inline level for one test (the suite runs with 0: main.cpp).
+class InlineLevel {
+ public:
+  explicit InlineLevel(int level) : previous_(inline_work()) { set_inline_work(level); }
+  ~InlineLevel() { set_inline_work(previous_); }
+
+ private:
+  int previous_;
+};
+
 TEST(Streams, ASynchronizeOnTheInitialThreadRunsTheQueuedWorkInOrderAfterTheWorkersItem) {
   // (GoogleTest runs tests on the process's initial thread, which keeps its OpenMP team.)
   ASSERT_TRUE(on_initial_thread());
+  const InlineLevel level(1);
   auto stream = new_stream(0, 0);
   auto& q = queue_of(stream);
   std::atomic<bool> started{false}, release{false}, gate_done{false};
-  q.enqueue(
-      [&] {
-        started = true;
-        while (!release) std::this_thread::sleep_for(1ms);
-        gate_done = true;
-      },
-      "gate");
+  {
+    const WorkerOnly on_the_worker;
+    q.enqueue(
+        [&] {
+          started = true;
+          while (!release) std::this_thread::sleep_for(1ms);
+          gate_done = true;
+        },
+        "gate");
+  }
   while (!started) std::this_thread::sleep_for(100us);  // the worker runs the gate now
   const auto caller = std::this_thread::get_id();
   std::mutex m;
@@ -92,10 +106,61 @@ TEST(Streams, ASynchronizeOnTheInitialThreadRunsTheQueuedWorkInOrderAfterTheWork
   }
   // The worker takes new work again.
   std::atomic<bool> on_worker{false};
-  q.enqueue([&] { on_worker = std::this_thread::get_id() != caller; }, "after");
+  {
+    const WorkerOnly on_the_worker;
+    q.enqueue([&] { on_worker = std::this_thread::get_id() != caller; }, "after");
+  }
   while (!q.query()) std::this_thread::sleep_for(100us);
   EXPECT_TRUE(on_worker);
   q.synchronize();
+}
+
+TEST(Streams, TheThreadWithTheOpenMPTeamRunsWorkItselfAndParallelWorkAfterTheQueue) {
+  // At the default level, the initial thread (which keeps the process's OpenMP team) runs work
+  // on an idle stream itself; parallel work issued while the stream is busy runs there too,
+  // after the queued work (which it runs itself, after the worker's item), in order. Another
+  // thread hands its work to the worker.
+  ASSERT_TRUE(on_initial_thread());
+  const InlineLevel level(1);
+  auto& q = queue_of(new_stream(0, 0));
+  const auto caller = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<std::pair<int, std::thread::id>> ran;
+  auto record = [&](int i) {
+    return [&, i] {
+      std::lock_guard<std::mutex> lock(m);
+      ran.emplace_back(i, std::this_thread::get_id());
+    };
+  };
+  q.enqueue(record(0), "small on an idle stream");
+  std::atomic<bool> started{false}, release{false};
+  {
+    const WorkerOnly on_the_worker;
+    q.enqueue([&] {
+      started = true;
+      while (!release) std::this_thread::sleep_for(1ms);
+    }, "gate");
+  }
+  while (!started) std::this_thread::sleep_for(100us);
+  q.enqueue(record(1), "small behind the gate");  // (busy: queued)
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release = true;
+  });
+  q.enqueue(record(2), "parallel", {}, /*parallel=*/true);
+  releaser.join();
+  std::thread other([&] {
+    q.enqueue(record(3), "from another thread", {}, true);
+    q.synchronize();  // (here a wait for the worker: this thread runs no queued work)
+  });
+  other.join();
+  q.synchronize();
+  ASSERT_EQ(ran.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ran[i].first, i);
+  EXPECT_EQ(ran[0].second, caller);
+  EXPECT_EQ(ran[1].second, caller);  // (run by the caller's drain, once the gate was done)
+  EXPECT_EQ(ran[2].second, caller);
+  EXPECT_NE(ran[3].second, caller);
 }
 
 TEST(Streams, QueryReflectsPendingWork) {

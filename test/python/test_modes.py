@@ -260,17 +260,64 @@ def _thread_names(env):
 def test_idle_tpu_work_leaves_no_openmp_team_besides_the_initial_threads():
     """libgomp throttles every team while the process has more OpenMP threads than cores (each
     parallel loop then wakes its threads with a futex): a PyTorch CPU training step took 1.75x
-    as long next to one idle team of another thread (docs/runtime.md, "One OpenMP team"). The
-    stream's worker ends its team after 10 ms idle, the autograd engine's thread for
-    "tpu" when its kernel returns: once the device is idle, no thread but the initial one has
-    helpers, which would carry its name. With TORCHTPU_ONE_OPENMP_TEAM=0 the worker keeps its
-    team (which is how the check fails)."""
+    as long next to one idle team of another thread (docs/runtime.md, "One OpenMP team"). By
+    default the device work of a program's main thread runs on that thread (backward passes
+    included); where it runs elsewhere (here forced: all work on the worker, backward on the
+    autograd engine's thread for "tpu"), the stream's worker ends its team after 10 ms idle, the
+    engine's thread when its kernel returns: once the device is idle, no thread but the initial
+    one has helpers, which would carry its name. With TORCHTPU_ONE_OPENMP_TEAM=0 the worker
+    keeps its team (which is how the check fails)."""
     if torch.get_num_threads() < 2:
         pytest.skip("one intra-op thread: no OpenMP team to start")
-    names = _thread_names({"TORCHTPU_ONE_OPENMP_TEAM": "1"})
-    ours = [n for n in names if n.startswith(("tpu", "pt_autograd"))]
-    assert "tpu0-stream0" in ours and "pt_autograd_0" in ours, names
-    assert len(ours) == len(set(ours)), f"a thread other than the initial one started a team: {names}"
-    names = _thread_names({"TORCHTPU_ONE_OPENMP_TEAM": "0"})
+    elsewhere = {"TORCHTPU_INLINE": "0", "TORCHTPU_BACKWARD_ON_CALLER": "0"}
+    for env in ({"TORCHTPU_ONE_OPENMP_TEAM": "1"}, {"TORCHTPU_ONE_OPENMP_TEAM": "1", **elsewhere}):
+        names = _thread_names(env)
+        ours = [n for n in names if n.startswith(("tpu", "pt_autograd"))]
+        if "TORCHTPU_INLINE" in env:
+            assert "tpu0-stream0" in ours and "pt_autograd_0" in ours, names
+        assert len(ours) == len(set(ours)), f"a thread other than the initial one started a team: {names}"
+    names = _thread_names({"TORCHTPU_ONE_OPENMP_TEAM": "0", **elsewhere})
     ours = [n for n in names if n.startswith(("tpu", "pt_autograd"))]
     assert len(ours) > len(set(ours)), names
+
+
+_BACKWARD_THREADS = """
+    import json, threading, torch, torchtpu
+    seen = []
+    def hooked(device):
+        torch.manual_seed(0)
+        x = torch.randn(64, 64, device=device, requires_grad=True)
+        y = (x @ x).relu()
+        y.register_hook(lambda g: seen.append(threading.get_ident()))
+        y.sum().backward()
+        return x.grad.cpu()
+    on_main = hooked("tpu")
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(grad=hooked("tpu")))
+    worker.start(); worker.join()
+    torch.testing.assert_close(on_main, result["grad"])
+    main = threading.get_ident()
+    print(json.dumps({"multithreading": torch.autograd.is_multithreading_enabled(),
+                      "flag": torchtpu.backward_on_calling_thread,
+                      "main_hook_on_main": seen[0] == main,
+                      "thread_hook_on_main": seen[1] == main}))
+"""
+
+
+def test_backward_passes_of_the_main_thread_run_on_it():
+    """Backward passes over "tpu" tensors started on the main thread run on it, as the CPU's do,
+    not on the autograd engine's thread for "tpu" (docs/runtime.md, "Backward on the calling
+    thread"): its device work then runs beside no second OpenMP team. Said by
+    torchtpu.backward_on_calling_thread and torch.autograd.is_multithreading_enabled();
+    TORCHTPU_BACKWARD_ON_CALLER=0 keeps PyTorch's default. A backward pass started on another
+    thread runs on the engine's thread either way, with the same gradients."""
+    import json
+    out = json.loads(run_python(_BACKWARD_THREADS).stdout.strip().splitlines()[-1])
+    assert out == {"multithreading": False, "flag": True, "main_hook_on_main": True,
+                   "thread_hook_on_main": False}
+    out = json.loads(run_python(_BACKWARD_THREADS, env={"TORCHTPU_BACKWARD_ON_CALLER": "0"})
+                     .stdout.strip().splitlines()[-1])
+    assert out == {"multithreading": True, "flag": False, "main_hook_on_main": False,
+                   "thread_hook_on_main": False}
+    bad = run_python("import torchtpu", env={"TORCHTPU_BACKWARD_ON_CALLER": "yes"}, check=False)
+    assert bad.returncode != 0 and "TORCHTPU_BACKWARD_ON_CALLER='yes'" in bad.stderr
