@@ -33,7 +33,9 @@
 #include "runtime/Allocator.h"
 #include "runtime/Mode.h"
 #include "runtime/Metrics.h"
+#include "runtime/Stream.h"
 #include "sim/CostModel.h"
+#include "sim/Ledger.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/CPUAllocator.h>
@@ -276,6 +278,43 @@ HostOp host_op_of(const c10::OperatorHandle& op) {
   return facts;
 }
 
+// Runs an enqueued op's CPU kernel on `host` (its arguments, TPU tensors replaced by host
+// aliases). Its out= tensors keep the shapes they were issued with (an error otherwise) and
+// their geometry (values laid out anew by the kernel are moved back).
+void run_with_outs_kept(const c10::OperatorHandle& op, const HostOp& f, torch::jit::Stack* host) {
+  // The out aliases, to check that the kernel kept their shapes.
+  c10::SmallVector<at::Tensor, 1> outs;
+  for (size_t i : f.outs) {
+    if ((*host)[i].isTensor()) outs.push_back((*host)[i].toTensor());
+  }
+  c10::SmallVector<c10::DimVector, 1> sizes, strides;
+  c10::SmallVector<int64_t, 1> offsets;
+  for (const at::Tensor& o : outs) {
+    sizes.emplace_back(o.sizes());
+    strides.emplace_back(o.strides());
+    offsets.push_back(o.storage_offset());
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), host);
+  for (size_t j = 0; j < outs.size(); ++j) {
+    TORCH_CHECK(outs[j].sizes() == c10::IntArrayRef(sizes[j]), f.name,
+                ": the out= tensor of shape ", c10::IntArrayRef(sizes[j]),
+                " does not have the result's shape ", outs[j].sizes(),
+                ". PyTorch's resizing of non-empty out= tensors is deprecated and "
+                "strict eager does not do it: pass an empty or correctly sized out "
+                "tensor (or use debug eager).");
+    if (outs[j].strides() != c10::IntArrayRef(strides[j]) ||
+        outs[j].storage_offset() != offsets[j]) {
+      // The CPU kernel laid its out= alias out anew (structured kernels restride an out tensor
+      // to their own memory format: replication_pad3d of a channels-last input writes
+      // channels-last) and wrote the values so; the TPU tensor keeps the geometry it was
+      // issued with: the values are moved into it.
+      const at::Tensor written = outs[j].clone();
+      outs[j].as_strided(sizes[j], strides[j], offsets[j]).copy_(written);
+      runtime::metrics::count("vpu.out_relaid");
+    }
+  }
+}
+
 // route_results: the op returns new tensors, so its host allocations go to device memory.
 template <bool route_results>
 class HostKernel final : public c10::OperatorKernel {
@@ -318,34 +357,78 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
                        (f.outs.empty() || outputs_already_sized(schema, *stack, base));
   if (enqueue) {
+    Footprint footprint;
+    int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
+                          // kParallelElements)
+    auto add = [&](const at::Tensor& t) {
+      if (!t.defined() || t.device().is_cpu()) return;
+      footprint.add(t);
+      largest = std::max<int64_t>(largest, t.numel());
+    };
+    for (size_t i = base; i < stack->size(); ++i) {
+      const c10::IValue& v = (*stack)[i];
+      if (v.isTensor()) {
+        add(v.toTensor());
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorList()) add(t);
+      } else if (v.isOptionalTensorList()) {
+        for (const auto& item : v.toOptionalTensorList()) {
+          const std::optional<at::Tensor> t = item;
+          if (t.has_value()) add(*t);
+        }
+      }
+    }
+    charge(name, *f.traits, footprint);
+    const bool parallel = largest >= kParallelElements;
+    // The results are arguments: the stack keeps them, in return order.
+    auto return_arguments = [&] {
+      c10::SmallVector<c10::IValue, 2> results;
+      for (int i : f.returned) results.push_back(std::move((*stack)[base + i]));
+      torch::jit::drop(*stack, num_args);
+      for (auto& r : results) stack->push_back(std::move(r));
+    };
+    // When the stream is idle and this thread runs such work itself (runtime/Stream.h), the
+    // kernel runs now on host aliases of the arguments, with no closure to build and keep.
+    if (!sim::tracing() && !runtime::check_nans()) {
+      const std::string& note = launch_note();
+      std::string noted;
+      if (!note.empty()) noted = name + note;
+      const bool ran =
+          runtime::queue_of(runtime::current_stream(device->index()))
+              .run_here_if_idle(
+                  [&] {
+                    torch::jit::Stack host(stack->begin() + base, stack->end());
+                    map_tensor_arguments(&host, 0, num_args,
+                                         [](const at::Tensor& t) -> at::Tensor {
+                                           if (!t.defined() || t.device().is_cpu()) return t;
+                                           return resizable_host_alias(t);
+                                         });
+                    run_with_outs_kept(op, f, &host);
+                  },
+                  note.empty() ? name : noted, parallel);
+      if (ran) {
+        return_arguments();
+        return;
+      }
+    }
     // The work keeps the TPU tensors (their storages own the memory) and their geometry of
     // issue time (as a kernel launch captures its arguments); the stream's worker makes the
     // host aliases from those, so the issuing thread allocates none.
-    Footprint footprint;
     c10::SmallVector<IssuedTensor, 4> issued;
-    int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
-                          // kParallelElements)
     torch::jit::Stack args(stack->begin() + base, stack->end());
     map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined()) return t;
       if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
-      footprint.add(t);
-      largest = std::max<int64_t>(largest, t.numel());
       issued.push_back(IssuedTensor::of(t));
       return t;
     });
-    charge(name, *f.traits, footprint);
     std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
     if (runtime::check_nans()) {
       for (int i : f.returned) {
         if ((*stack)[base + i].isTensor()) written.push_back((*stack)[base + i].toTensor());
       }
     }
-    // The results are arguments: the stack keeps them, in return order.
-    c10::SmallVector<c10::IValue, 2> results;
-    for (int i : f.returned) results.push_back(std::move((*stack)[base + i]));
-    torch::jit::drop(*stack, num_args);
-    for (auto& r : results) stack->push_back(std::move(r));
+    return_arguments();
     launch(*device, name,
            [op, &f, args = std::move(args), issued = std::move(issued)]() mutable {
              // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
@@ -356,39 +439,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                if (!t.defined() || t.device().is_cpu()) return t;
                return issued[k++].host_alias();
              });
-             // The out aliases, to check that the kernel kept their shapes.
-             c10::SmallVector<at::Tensor, 1> outs;
-             for (size_t i : f.outs) {
-               if (host[i].isTensor()) outs.push_back(host[i].toTensor());
-             }
-             c10::SmallVector<c10::DimVector, 1> sizes, strides;
-             c10::SmallVector<int64_t, 1> offsets;
-             for (const at::Tensor& o : outs) {
-               sizes.emplace_back(o.sizes());
-               strides.emplace_back(o.strides());
-               offsets.push_back(o.storage_offset());
-             }
-             op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &host);
-             for (size_t j = 0; j < outs.size(); ++j) {
-               TORCH_CHECK(outs[j].sizes() == c10::IntArrayRef(sizes[j]), f.name,
-                           ": the out= tensor of shape ", c10::IntArrayRef(sizes[j]),
-                           " does not have the result's shape ", outs[j].sizes(),
-                           ". PyTorch's resizing of non-empty out= tensors is deprecated and "
-                           "strict eager does not do it: pass an empty or correctly sized out "
-                           "tensor (or use debug eager).");
-               if (outs[j].strides() != c10::IntArrayRef(strides[j]) ||
-                   outs[j].storage_offset() != offsets[j]) {
-                 // The CPU kernel laid its out= alias out anew (structured kernels restride an
-                 // out tensor to their own memory format: replication_pad3d of a channels-last
-                 // input writes channels-last) and wrote the values so; the TPU tensor keeps the
-                 // geometry it was issued with: the values are moved into it.
-                 const at::Tensor written = outs[j].clone();
-                 outs[j].as_strided(sizes[j], strides[j], offsets[j]).copy_(written);
-                 runtime::metrics::count("vpu.out_relaid");
-               }
-             }
+             run_with_outs_kept(op, f, &host);
            },
-           std::move(written), largest >= kParallelElements);
+           std::move(written), parallel);
     return;
   }
   const c10::ScalarType reduced =

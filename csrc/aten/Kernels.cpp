@@ -153,6 +153,7 @@ LaunchNote::LaunchNote(std::string note) : previous_(std::move(t_launch_note)) {
   t_launch_note = std::move(note);
 }
 LaunchNote::~LaunchNote() { t_launch_note = std::move(previous_); }
+const std::string& launch_note() { return t_launch_note; }
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results, bool parallel) {

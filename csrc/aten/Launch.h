@@ -41,6 +41,9 @@ class LaunchNote {
   std::string previous_;
 };
 
+// The note a LaunchNote on this thread appends to launched work's names ("" without one).
+const std::string& launch_note();
+
 // Waits until every stream of `device` has run what was enqueued so far (rethrowing a queued
 // error, which names its op).
 void wait_for_device(c10::Device device);

@@ -114,7 +114,7 @@ struct StreamQueue::Impl {
   std::condition_variable worker_done;  // the worker finished an item while running_inline
 
   // Runs one item's work, its host time counted; the exception it raised, if any.
-  static std::exception_ptr run_timed(std::function<void()>& work, const std::string& what) {
+  static std::exception_ptr run_timed(c10::function_ref<void()> work, const std::string& what) {
     std::exception_ptr failure;
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -249,7 +249,7 @@ HostWaitsNext::~HostWaitsNext() {
 }
 int inline_work() { return inline_level(); }
 
-bool StreamQueue::run_inline(std::function<void()>& work, const std::string& what,
+bool StreamQueue::run_inline(c10::function_ref<void()> work, const std::string& what,
                              const std::function<void()>& then) {
   std::unique_lock<std::mutex> lock(impl_->mutex);
   Impl& s = *impl_;
@@ -264,18 +264,16 @@ bool StreamQueue::run_inline(std::function<void()>& work, const std::string& wha
   t_stream_worker = true;
   std::exception_ptr failure = Impl::run_timed(work, what);
   t_stream_worker = false;
-  metrics::count("stream.work_run_inline");
+  TORCHTPU_COUNT("stream.work_run_inline");
   lock.lock();
   s.completed_locked(failure, what, then);  // (its error reported as the worker's are)
   s.running_inline = false;
   if (!s.items.empty() && s.parked) s.cv.notify_one();  // (queued behind it meanwhile)
   lock.unlock();
-  work = nullptr;  // its captures (the tensors it held) go now, on this host thread
   return true;
 }
 
-void StreamQueue::enqueue(std::function<void()> work, std::string what,
-                          std::function<void()> then, bool parallel) {
+bool StreamQueue::runs_here_at_once(bool parallel) {
   const int level = inline_work();
   // (Under HostWaitsNext, parallel work runs here only within the budget: past it, a graph's
   // long work goes to the worker, and the wait that follows stays interruptible.)
@@ -290,15 +288,27 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
                                          std::chrono::steady_clock::now() - t_host_waits_since <
                                              kHostWaitsInlineBudget))
           : level == 2 || (level == 1 && openmp_team_here());
-  if (here && t_worker_only == 0 && !t_stream_worker && run_inline(work, what, then)) {
+  return here && t_worker_only == 0 && !t_stream_worker;
+}
+
+bool StreamQueue::run_here_if_idle(c10::function_ref<void()> work, const std::string& what,
+                                   bool parallel) {
+  return runs_here_at_once(parallel) && run_inline(work, what, {});
+}
+
+void StreamQueue::enqueue(std::function<void()> work, std::string what,
+                          std::function<void()> then, bool parallel) {
+  if (runs_here_at_once(parallel) && run_inline(work, what, then)) {
+    work = nullptr;  // its captures (the tensors it held) go now, on this host thread
     return;
   }
   // Parallel work issued on that thread while the stream is busy: this thread runs the queued
   // work itself (drain, after the worker's item), then this work.
-  if (parallel && level >= 1 && t_host_waits_next == 0 && host_runs_queued_work()) {
+  if (parallel && t_host_waits_next == 0 && host_runs_queued_work()) {
     wait_idle();
     if (run_inline(work, what, then)) {
-      metrics::count("stream.work_run_inline_after_drain");
+      TORCHTPU_COUNT("stream.work_run_inline_after_drain");
+      work = nullptr;
       return;
     }
   }

@@ -12,6 +12,7 @@
 // live until the process ends.
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/FunctionRef.h>
 
 #include <chrono>
 #include <functional>
@@ -60,6 +61,13 @@ class StreamQueue {
   // Lets the worker take the work kept for a host thread (HostWaitsNext).
   void release_hold();
 
+  // Runs `work` now on this thread, with the worker's semantics (counted as enqueued and
+  // completed in order, its error kept for the next synchronization, its host time counted),
+  // when enqueue(work, what, {}, parallel) would run it here at once: the stream idle and this
+  // thread one that runs such work itself (set_inline_work). False otherwise, having run
+  // nothing: the caller then enqueues it. (A kernel's fast path: no closure to build.)
+  bool run_here_if_idle(c10::function_ref<void()> work, const std::string& what, bool parallel);
+
   c10::DeviceIndex device() const { return device_; }
   c10::StreamId id() const { return id_; }
   int priority() const { return priority_; }
@@ -67,8 +75,10 @@ class StreamQueue {
  private:
   // Runs `work` on this thread when the stream is idle (nothing queued or running): counted,
   // timed and its error kept for the next synchronization as on the worker. False when busy.
-  bool run_inline(std::function<void()>& work, const std::string& what,
+  bool run_inline(c10::function_ref<void()> work, const std::string& what,
                   const std::function<void()>& then);
+  // Whether work enqueued now (on an idle stream) would run on this thread at once.
+  static bool runs_here_at_once(bool parallel);
   // Runs the queued work on this thread, in order, after the item the worker runs now, until
   // nothing is queued or for 50 ms at most (the rest is left to the worker); the worker takes
   // none meanwhile. Work runs with the worker's semantics (run_inline). It never waits for the
