@@ -53,6 +53,27 @@ void map_tensor_arguments(torch::jit::Stack* stack, size_t base, size_t num_args
   }
 }
 
+// Calls `f` on every tensor among stack[base, base + num_args) (tensors, tensor lists, the
+// present items of optional tensor lists), changing nothing (map_tensor_arguments' reading
+// counterpart).
+template <typename F>
+void for_each_tensor_argument(const torch::jit::Stack& stack, size_t base, size_t num_args,
+                              F&& f) {
+  for (size_t i = 0; i < num_args; ++i) {
+    const c10::IValue& slot = stack[base + i];
+    if (slot.isTensor()) {
+      f(slot.toTensor());
+    } else if (slot.isTensorList()) {
+      for (const at::Tensor& t : slot.toTensorList()) f(t);
+    } else if (slot.isOptionalTensorList()) {
+      for (const auto& item : slot.toOptionalTensorList()) {
+        const std::optional<at::Tensor> t = item;
+        if (t.has_value()) f(*t);
+      }
+    }
+  }
+}
+
 // Lists of tensors that the JIT builds (Tensor?[] of a scripted index_put_) carry element types
 // of their own, which isTensorList() / isOptionalTensorList() do not recognize (they compare
 // type pointers); every op entering torchtpu gets them as the typed lists the rest of the

@@ -14,9 +14,10 @@
 //     device-resident memory over without a copy (anything else is copied and counted as
 //     vpu.result_copies).
 // In strict eager, ops whose results are their arguments (in-place ops, and out= ops whose
-// outputs are already sized) and that draw no random numbers are enqueued instead: host
-// aliases are made on the calling thread (the shapes of issue time) and the CPU kernel runs on
-// the stream's worker. Everything else runs inline, after the device's queued work.
+// outputs are already sized) and that draw no random numbers are launched instead: run at once
+// on host aliases of the arguments where the stream is idle and this thread runs such work itself
+// (launch_here_if_idle), else enqueued with their TPU tensors and geometry of issue time, the
+// worker making the host aliases. Everything else runs inline, after the device's queued work.
 // Functional and in-place variants of structured ops are not registered here: PyTorch's
 // CompositeExplicitAutogradNonFunctional kernels of those allocate the result on the device
 // and call the out= variant, which runs here with no allocation routed at all (so a kernel's
@@ -33,9 +34,7 @@
 #include "runtime/Allocator.h"
 #include "runtime/Mode.h"
 #include "runtime/Metrics.h"
-#include "runtime/Stream.h"
 #include "sim/CostModel.h"
-#include "sim/Ledger.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/CPUAllocator.h>
@@ -360,24 +359,11 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     Footprint footprint;
     int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
                           // kParallelElements)
-    auto add = [&](const at::Tensor& t) {
+    for_each_tensor_argument(*stack, base, num_args, [&](const at::Tensor& t) {
       if (!t.defined() || t.device().is_cpu()) return;
       footprint.add(t);
       largest = std::max<int64_t>(largest, t.numel());
-    };
-    for (size_t i = base; i < stack->size(); ++i) {
-      const c10::IValue& v = (*stack)[i];
-      if (v.isTensor()) {
-        add(v.toTensor());
-      } else if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorList()) add(t);
-      } else if (v.isOptionalTensorList()) {
-        for (const auto& item : v.toOptionalTensorList()) {
-          const std::optional<at::Tensor> t = item;
-          if (t.has_value()) add(*t);
-        }
-      }
-    }
+    });
     charge(name, *f.traits, footprint);
     const bool parallel = largest >= kParallelElements;
     // The results are arguments: the stack keeps them, in return order.
@@ -387,29 +373,22 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
       torch::jit::drop(*stack, num_args);
       for (auto& r : results) stack->push_back(std::move(r));
     };
-    // When the stream is idle and this thread runs such work itself (runtime/Stream.h), the
-    // kernel runs now on host aliases of the arguments, with no closure to build and keep.
-    if (!sim::tracing() && !runtime::check_nans()) {
-      const std::string& note = launch_note();
-      std::string noted;
-      if (!note.empty()) noted = name + note;
-      const bool ran =
-          runtime::queue_of(runtime::current_stream(device->index()))
-              .run_here_if_idle(
-                  [&] {
-                    torch::jit::Stack host(stack->begin() + base, stack->end());
-                    map_tensor_arguments(&host, 0, num_args,
-                                         [](const at::Tensor& t) -> at::Tensor {
-                                           if (!t.defined() || t.device().is_cpu()) return t;
-                                           return resizable_host_alias(t);
-                                         });
-                    run_with_outs_kept(op, f, &host);
-                  },
-                  note.empty() ? name : noted, parallel);
-      if (ran) {
-        return_arguments();
-        return;
-      }
+    // Run at once where the stream is idle: the kernel on host aliases of the arguments.
+    if (launch_here_if_idle(*device, name,
+                            [&] {
+                              torch::jit::Stack host(stack->begin() + base, stack->end());
+                              map_tensor_arguments(&host, 0, num_args,
+                                                   [](const at::Tensor& t) -> at::Tensor {
+                                                     if (!t.defined() || t.device().is_cpu()) {
+                                                       return t;
+                                                     }
+                                                     return resizable_host_alias(t);
+                                                   });
+                              run_with_outs_kept(op, f, &host);
+                            },
+                            parallel)) {
+      return_arguments();
+      return;
     }
     // The work keeps the TPU tensors (their storages own the memory) and their geometry of
     // issue time (as a kernel launch captures its arguments); the stream's worker makes the

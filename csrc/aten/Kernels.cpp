@@ -153,7 +153,14 @@ LaunchNote::LaunchNote(std::string note) : previous_(std::move(t_launch_note)) {
   t_launch_note = std::move(note);
 }
 LaunchNote::~LaunchNote() { t_launch_note = std::move(previous_); }
-const std::string& launch_note() { return t_launch_note; }
+
+bool launch_here_if_idle(c10::Device device, const std::string& op,
+                         c10::function_ref<void()> work, bool parallel) {
+  if (!runtime::asynchronous() || sim::tracing() || runtime::check_nans()) return false;
+  auto& queue = runtime::queue_of(runtime::current_stream(device.index()));
+  if (t_launch_note.empty()) return queue.run_here_if_idle(work, op, parallel);
+  return queue.run_here_if_idle(work, op + t_launch_note, parallel);
+}
 
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results, bool parallel) {

@@ -11,6 +11,7 @@
 // fallback, data-dependent shapes, random ops, kernels that return new tensors computed on the
 // host) calls wait_for_device() first, then works inline.
 #include <ATen/core/Tensor.h>
+#include <c10/util/FunctionRef.h>
 
 #include <functional>
 #include <optional>
@@ -25,6 +26,12 @@ namespace torchtpu::aten {
 // kParallelElements or more elements, or a product of kParallelMacs or more multiply-adds.
 void launch(c10::Device device, std::string op, std::function<void()> work,
             std::vector<at::Tensor> results = {}, bool parallel = false);
+// Runs `work` now on this thread, as launch() would run it at once (strict eager, the current
+// stream idle, this thread one that runs such work itself: runtime::StreamQueue::
+// run_here_if_idle), with no closure to build; false, having run nothing, otherwise (or when
+// the work would need wrapping: profiler tracing, NaN checks), and the caller launches it.
+bool launch_here_if_idle(c10::Device device, const std::string& op,
+                         c10::function_ref<void()> work, bool parallel);
 constexpr int64_t kParallelElements = 32768;  // at::internal::GRAIN_SIZE
 constexpr int64_t kParallelMacs = int64_t(1) << 18;
 
@@ -40,9 +47,6 @@ class LaunchNote {
  private:
   std::string previous_;
 };
-
-// The note a LaunchNote on this thread appends to launched work's names ("" without one).
-const std::string& launch_note();
 
 // Waits until every stream of `device` has run what was enqueued so far (rethrowing a queued
 // error, which names its op).

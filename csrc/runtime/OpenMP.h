@@ -13,7 +13,7 @@
 // the worker after 10 ms with nothing to run, any other thread when its torchtpu kernel
 // returns. Every thread keeps ATen's intra-op thread count, so a kernel's result does not depend
 // on the thread that ran it (a reduction over two threads adds in another order than over one).
-// The initial thread, which runs the user's own CPU work, keeps its team; parallel work runs
+// The initial thread, which runs the user's own CPU work, keeps its team; its device work runs
 // there at once when the stream is idle, and when it waits for a stream it runs the queued work
 // itself (Stream.h). TORCHTPU_ONE_OPENMP_TEAM=0 keeps every thread's team for good.
 //

@@ -302,8 +302,8 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
     work = nullptr;  // its captures (the tensors it held) go now, on this host thread
     return;
   }
-  // Parallel work issued on that thread while the stream is busy: this thread runs the queued
-  // work itself (drain, after the worker's item), then this work.
+  // Parallel work issued on the thread with the OpenMP team while the stream is busy: this
+  // thread runs the queued work itself (drain, after the worker's item), then this work.
   if (parallel && t_host_waits_next == 0 && host_runs_queued_work()) {
     wait_idle();
     if (run_inline(work, what, then)) {

@@ -40,9 +40,10 @@ class StreamQueue {
 
   // Appends work; `what` names it in error messages. `then` runs after the work has been
   // counted as completed (an event record: whoever sees the event complete also sees the
-  // stream's work up to it complete, as stream queries on CUDA do). `parallel`: the work runs
-  // parallel host loops (a GEMM, a pass over many elements); on an idle stream it then runs at
-  // once on this thread when this thread keeps the process's OpenMP team (see set_inline_work).
+  // stream's work up to it complete, as stream queries on CUDA do). On an idle stream the work
+  // runs at once on this thread when this thread keeps the process's OpenMP team (see
+  // set_inline_work). `parallel`: the work runs parallel host loops (a GEMM, a pass over many
+  // elements); issued on that thread while the stream is busy, it runs there after the queue.
   void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {},
                bool parallel = false);
   // Waits until everything enqueued so far has run; rethrows the first error since the last
@@ -93,13 +94,15 @@ class StreamQueue {
   std::shared_ptr<Impl> impl_;
 };
 
-// Parallel work (StreamQueue::enqueue) enqueued on an idle stream runs at once on the enqueuing
-// thread, with the worker's semantics (ordering, errors kept for the next synchronization, host
-// time counted): its parallel loops then share the cores with no third thread, the host's,
-// running beside them (docs/runtime.md, "Streams and events"). Small work still goes to the
-// worker, which runs it while the host issues the next op. The level: 1 (the default) parallel
-// work; 0 (TORCHTPU_INLINE=0) none, all work on the worker; 2 (TORCHTPU_INLINE=all) all work on
-// an idle stream, small work too (for tests: it mixes both paths in one program).
+// Work (StreamQueue::enqueue) enqueued on an idle stream by the thread that keeps the process's
+// OpenMP team runs at once on that thread, with the worker's semantics (ordering, errors kept
+// for the next synchronization, host time counted); parallel work issued there while the stream
+// is busy runs there after the queue. A worker running beside that thread and its team's
+// helpers would be a third thread on the cores the team spans (docs/runtime.md, "Work on an
+// idle stream runs on the issuing thread"). Other threads hand their work to the worker. The
+// level: 1 (the default) that; 0 (TORCHTPU_INLINE=0) none, all work on the worker; 2
+// (TORCHTPU_INLINE=all) every thread runs work on an idle stream itself (for tests: it mixes both
+// paths in one program).
 void set_inline_work(int level);
 int inline_work();
 // While one is alive on this thread, the work it enqueues goes to the worker: a fused graph or
