@@ -256,7 +256,9 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     static const std::string random = "aten::random";
     charge_vpu_op(random, op_traits(random), charged);
   } else {
-    charge_vpu_op(charge_name(name, traits), traits, charged);
+    // (A foreach op: one launch over its lists, as strict eager runs it.)
+    charge_vpu_op(charge_name(name, traits), traits, charged,
+                  capture == Capture::foreach ? foreach_elements(args) : 0);
   }
   TORCHTPU_COUNT("dry_run.ops");
   torch::jit::drop(*stack, num_args);

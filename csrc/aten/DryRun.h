@@ -50,9 +50,13 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
 std::optional<std::vector<at::Tensor>> attention_meta_results(
     const std::string& name, c10::ArrayRef<c10::IValue> args,
     std::vector<std::pair<size_t, c10::IValue>>* constants);
-// A VPU op over these TPU tensors (its arguments and results), as the host executor charges it.
+// A VPU op over these TPU tensors (its arguments and results), as the host executor charges it;
+// `elements`, when positive, replaces the elements of its largest tensor (a foreach op's).
 void charge_vpu_op(const std::string& name, const OpTraits& traits,
-                   const std::vector<at::Tensor>& tensors);
+                   const std::vector<at::Tensor>& tensors, int64_t elements = 0);
+// A foreach op is one launch over its lists: its elements are those of its largest list of TPU
+// tensors (its per-tensor ops' elements summed), not those of its largest tensor.
+int64_t foreach_elements(c10::ArrayRef<c10::IValue> args);
 // An op run through the host fallback, priced as if native (flagged): one VPU launch over its
 // tensors at one unit per vreg.
 sim::Estimate estimate_fallback_op(const std::vector<at::Tensor>& tensors);

@@ -111,8 +111,16 @@ enum class Capture {
   random,                 // draws random numbers from a device generator
   host_read,              // reads device memory on the host (.item())
   fallback,               // the CPU fallback
+  foreach,                // a foreach op (_foreach_mul_): one launch over its lists where ops
+                          // run at once (and in a dry run); run as its per-tensor ops
+                          // (run_per_tensor) where ops are recorded (fused eager, a capture)
   none,                   // anything else: runs now, after the pending work it depends on
 };
+
+// Runs a foreach op as PyTorch's per-tensor decomposition (its CompositeExplicitAutograd kernel):
+// each per-tensor op enters torchtpu on its own, to be recorded or run. Call it outside a
+// torchtpu kernel (from the entry hook), where those ops are seen.
+void run_per_tensor(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Returns true when it handled the op (the results are on the stack); false to run the kernel.
 // `traits`: the op's (OpTraits.h) and `name` its op_name(), found once per kernel.

@@ -260,6 +260,7 @@ struct HostOp {
   std::vector<int> returned;  // per return: the argument it aliases (in-place, out=), or -1
   std::vector<size_t> outs;   // the out= arguments
   bool enqueueable = false;   // results are arguments and no generator is lent
+  bool foreach = false;       // a foreach op: one launch over lists of tensors
 };
 
 HostOp host_op_of(const c10::OperatorHandle& op) {
@@ -271,6 +272,7 @@ HostOp host_op_of(const c10::OperatorHandle& op) {
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     if (schema.arguments()[i].is_out()) facts.outs.push_back(i);
   }
+  facts.foreach = facts.name.rfind("aten::_foreach_", 0) == 0;
   facts.enqueueable = !has_generator_argument(schema) &&
                       std::all_of(facts.returned.begin(), facts.returned.end(),
                                   [](int i) { return i >= 0; });
@@ -364,6 +366,7 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
       footprint.add(t);
       largest = std::max<int64_t>(largest, t.numel());
     });
+    if (f.foreach) footprint.elements = foreach_elements(torch::jit::last(*stack, num_args));
     charge(name, *f.traits, footprint);
     const bool parallel = largest >= kParallelElements;
     // The results are arguments: the stack keeps them, in return order.
@@ -430,7 +433,10 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   for (const auto& t : tensors_of(*stack, base)) {
     if (t.device().is_privateuseone()) footprint.add(t);
   }
+  const int64_t list_elements =
+      f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
   run_on_host(op, stack, *device, route_results, &footprint);
+  if (f.foreach) footprint.elements = list_elements;
   charge(name, *f.traits, footprint);
   if (reduced != c10::kFloat) {
     const size_t num_returns = schema.returns().size();
@@ -451,6 +457,15 @@ bool has_own_kernel(const c10::OperatorHandle& op) {
 // result on the device and calls the out= variant.
 bool routed_to_out_variant(const c10::OperatorHandle& op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+}
+
+// A foreach op (_foreach_mul_, ...) whose CPU kernel is PyTorch's per-tensor decomposition (its
+// CompositeExplicitAutograd kernel, device-generic: each per-tensor op dispatches on its own).
+// _foreach_copy(_) stays decomposed: its per-tensor copy_ may be a transfer between devices.
+bool decomposable_foreach(const c10::OperatorHandle& op, const std::string& name) {
+  return name.rfind("aten::_foreach_", 0) == 0 && name.rfind("aten::_foreach_copy", 0) != 0 &&
+         !op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
 }
 
 bool returns_new_tensors(const c10::FunctionSchema& schema) {
@@ -480,13 +495,33 @@ std::vector<int> returned_arguments(const c10::FunctionSchema& schema) {
   return out;
 }
 
+void run_per_tensor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // (Registered as Capture::foreach only where the CPU entry of the op's dispatch table is that
+  // composite: decomposable_foreach.)
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+}
+
 void charge_vpu_op(const std::string& name, const OpTraits& traits,
-                   const std::vector<at::Tensor>& tensors) {
+                   const std::vector<at::Tensor>& tensors, int64_t elements) {
   Footprint footprint;
   for (const at::Tensor& t : tensors) {
     if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
   }
+  if (elements > 0) footprint.elements = elements;
   charge(name, traits, footprint);
+}
+
+int64_t foreach_elements(c10::ArrayRef<c10::IValue> args) {
+  int64_t most = 0;
+  for (const c10::IValue& slot : args) {
+    if (!slot.isTensorList()) continue;
+    int64_t sum = 0;
+    for (const at::Tensor& t : slot.toTensorList()) {
+      if (t.defined() && t.device().is_privateuseone()) sum += t.numel();
+    }
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -496,7 +531,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     const OpTraits& traits = op_traits(op_name.name);
     if (traits.unit != OpUnit::vpu) continue;
     auto handle = c10::Dispatcher::singleton().findOp(op_name);
-    if (!handle || !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+    if (!handle) continue;
+    const bool foreach = decomposable_foreach(*handle, op_name.name);
+    if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
     if (has_own_kernel(*handle)) continue;  // a dedicated torchtpu kernel wins
     if (routed_to_out_variant(*handle)) continue;
     const std::string full = op_name.overload_name.empty()
@@ -505,8 +542,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     const bool new_results = returns_new_tensors(handle->schema());
     const bool random = has_generator_argument(handle->schema());
     // (Ops sized by their input values are not recorded: DeferAndFuse materializes the pending
-    // work they depend on and runs them.)
-    const Capture capture = random ? Capture::random
+    // work they depend on and runs them. A foreach op is recorded as its per-tensor ops.)
+    const Capture capture = foreach ? Capture::foreach
+                            : random ? Capture::random
                             : traits.sizing == Sizing::value_dependent ? Capture::none
                             : new_results ? Capture::new_results
                                           : Capture::results_are_arguments;

@@ -322,6 +322,29 @@ Registry build() {
     t.vpu_units = row.units;
     if (row.fn != Fn::none) t.fn = row.fn;
   }
+  // A foreach op without a row of its own (_foreach_exp) runs on the unit of its per-tensor op
+  // (exp) at that op's cost per element and with its dtype policy: the VPU executor runs it as
+  // one launch over its lists (HostExecution.cpp). Its fusion facts stay its own (fused eager
+  // records its per-tensor ops instead).
+  std::vector<std::pair<std::string_view, std::string_view>> derived;
+  for (const auto& [key, traits] : r.traits) {
+    if (key.rfind("_foreach_", 0) == 0 && traits.unit == OpUnit::other) {
+      derived.emplace_back(key, key.substr(9));
+    }
+  }
+  for (const auto& [key, base] : derived) {
+    auto it = r.traits.find(base);
+    if (it == r.traits.end() || it->second.unit != OpUnit::vpu ||
+        it->second.sizing == Sizing::value_dependent) {
+      continue;
+    }
+    const OpTraits per_tensor = it->second;
+    OpTraits& t = r.traits.at(key);
+    t.unit = OpUnit::vpu;
+    t.vpu_units = per_tensor.vpu_units;
+    t.computes_in_float32 = per_tensor.computes_in_float32;
+    t.contiguous_operands = per_tensor.contiguous_operands;
+  }
   return r;
 }
 

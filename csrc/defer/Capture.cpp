@@ -1020,6 +1020,11 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
     return false;
   }
   if (capture == Capture::view) return false;
+  if (capture == Capture::foreach) {
+    // Recorded as its per-tensor ops: element-wise ops the fusion passes know.
+    aten::run_per_tensor(op, stack);
+    return true;
+  }
   if ((capture == Capture::none || capture == Capture::fallback) &&
       has_sparse_argument(*stack, op.schema().arguments().size())) {
     // A sparse tensor has no storage of its own (its indices and values are tensors of their

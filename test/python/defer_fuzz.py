@@ -1,6 +1,7 @@
 """A randomized differential fuzzer for the eager modes: random programs of element-wise ops,
 reductions, matmuls, scaled-dot-product attention (value heads as long as or half the query's),
-views, in-place updates on bases and views, broadcasting, non-contiguous
+views, in-place updates on bases and views, foreach ops (in-place updates of lists of tensors,
+as an optimizer's step makes, and functional ones), broadcasting, non-contiguous
 inputs, mixed dtypes, random ops (dropout, bernoulli_, randperm, randn on the device) interleaved
 with draws from the CPU generator, torch.save/torch.load and copy.deepcopy of tensors not computed
 yet, and errors raised inside the graph (an index out of range) run on the CPU and on "tpu" in
@@ -47,6 +48,9 @@ BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
 # Binary steps that gen_program's `ternary` turns into an op of AdamW's update (by a generator of
 # their own: the rest of the program is the same with or without them).
 TERNARY = ["lerp_small", "lerp_large", "addcmul", "addcdiv_safe"]
+# gen_program's `foreach` turns some in-place steps into in-place foreach updates of a list of
+# pool tensors (an optimizer's step: one launch in strict eager, its per-tensor ops in fused
+# eager) and some unary steps into functional foreach ops, by a generator of their own.
 
 
 KINDS = ["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace", "inplace_view", "cast",
@@ -60,7 +64,7 @@ SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
 def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True,
-                empty: bool = True, ternary: bool = True):
+                empty: bool = True, ternary: bool = True, foreach: bool = True):
     """`attention`: the steps added since the first regression seeds were found: some matmul
     steps become scaled-dot-product attention and some cast steps a detour through complex128
     (16-byte values inside fused regions), each chosen by a generator of its own so that the
@@ -102,6 +106,11 @@ def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, atte
         for st in steps:
             if st["kind"] == "binary" and side.random() < 0.4:
                 st["op"] = side.choice(TERNARY)
+    if foreach:
+        side = random.Random(seed * 7919 + 4)
+        for st in steps:
+            if st["kind"] in ("inplace", "unary") and side.random() < 0.3:
+                st["kind"] = "foreach_" + st["kind"]
     return inputs, steps
 
 
@@ -232,6 +241,18 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                 x.add_(y, alpha=st["s"])
             else:
                 x.mul_(st["s"])
+        elif kind == "foreach_inplace":
+            lst = [x] if x is y else [x, y]  # (a view of another pool tensor too, at times)
+            if st["r"] < 0.4:
+                torch._foreach_mul_(lst, st["s"])
+            elif st["r"] < 0.7:
+                torch._foreach_addcmul_(lst, [t.sin() for t in lst], [t.cos() for t in lst],
+                                        value=st["s"])
+            else:
+                torch._foreach_lerp_(lst, [t * 0.5 for t in lst], 0.3)
+        elif kind == "foreach_unary":
+            roots = torch._foreach_sqrt(torch._foreach_add([x.abs(), y.abs()], 1.0))
+            pool.append(roots[0] * roots[1] if broadcastable(x, y) else roots[0])
         elif kind == "inplace_view":
             if x.dim() >= 1 and x.shape[0] > 1:
                 x[1:].mul_(st["s"]).add_(0.5)  # a view of the base, updated in place
@@ -285,17 +306,20 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
 
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
-          attention: bool = True, empty: bool = True, ternary: bool = True) -> str | None:
+          attention: bool = True, empty: bool = True, ternary: bool = True,
+          foreach: bool = True) -> str | None:
     """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
     mismatch, or None."""
-    program = gen_program(seed, length, attention=attention, empty=empty, ternary=ternary)
+    program = gen_program(seed, length, attention=attention, empty=empty, ternary=ternary,
+                          foreach=foreach)
     if show:
         for s in program[1]:
             print(s)
     try:
         reference = run_program(program, "cpu", seed)
-    except RuntimeError as cpu_error:
-        # The CPU refuses the program: every mode must refuse it with the same kind of error.
+    except (RuntimeError, IndexError) as cpu_error:
+        # The CPU refuses the program (IndexError: a reduction over an empty dimension): every
+        # mode must refuse it with the same kind of error.
         for mode in modes:
             with torchtpu.eager_mode(mode):
                 try:
@@ -315,7 +339,7 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
         # and values.
         try:
             reference = run_program(program, "cpu", seed, values=seed + 100_000)
-        except RuntimeError:
+        except (RuntimeError, IndexError):
             return None  # (these values make the CPU refuse it)
         return compare(seed, program, "fused", reference, values=seed + 100_000)
     return None
@@ -381,8 +405,8 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
     dynamic=True, so every size is symbolic and each graph is first priced at its bucket's sizes
     (docs/compiled-mode.md, "Buckets": a capture on padded copies of the inputs), which must
     change nothing the program computes or writes."""
-    # (ternary=False: the programs the compiled regression seeds were found with)
-    inputs, steps = gen_program(seed, length, empty=False, ternary=False)
+    # (ternary=False, foreach=False: the programs the compiled regression seeds were found with)
+    inputs, steps = gen_program(seed, length, empty=False, ternary=False, foreach=False)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     value_seeds = (seed, seed + 100_000)
     references = []
