@@ -4,21 +4,43 @@
 // in place, without copying. Also here: the helpers every kernel that works this way needs.
 #include <ATen/Tensor.h>
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ops/from_blob.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/StorageImpl.h>
 
 #include <initializer_list>
 
 namespace torchtpu::aten {
 
-// The conjugate and negative view bits are kept: PyTorch resolves them before most kernels, but
-// _copy_from and the ops that understand them (linalg solvers, matmuls) see them.
-inline at::Tensor host_alias(const at::Tensor& t) {
-  at::Tensor alias =
-      at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
-  if (t.is_conj()) alias = alias.conj();
-  if (t.is_neg()) alias = alias._neg_view();
+// A CPU tensor over the bytes of `storage` (a TPU tensor's) with this geometry. `resizable`: its
+// storage may be resized (to fresh host memory, leaving the device memory alone), as a CPU
+// kernel resizes an out= argument; otherwise resizing it is an error. (Built directly: a storage
+// over the same bytes and a tensor on it, none of at::from_blob's size computations.)
+inline at::Tensor host_alias_over(const c10::Storage& storage, c10::IntArrayRef sizes,
+                                  c10::IntArrayRef strides, int64_t offset,
+                                  caffe2::TypeMeta dtype, bool resizable) {
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
+      c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)),
+      resizable ? c10::GetCPUAllocator() : nullptr, resizable);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
   return alias;
+}
+
+// Conjugate and negative views keep their bits: PyTorch resolves them before most kernels, but
+// _copy_from and the ops that understand them (linalg solvers, matmuls) see them.
+inline at::Tensor with_view_bits(at::Tensor alias, bool conj, bool neg) {
+  if (conj) alias = alias.conj();
+  if (neg) alias = alias._neg_view();
+  return alias;
+}
+
+inline at::Tensor host_alias(const at::Tensor& t) {
+  return with_view_bits(host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(),
+                                        t.dtype(), /*resizable=*/false),
+                        t.is_conj(), t.is_neg());
 }
 
 // A device tensor holding a copy of a host result (undefined stays undefined).

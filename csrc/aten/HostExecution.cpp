@@ -37,7 +37,6 @@
 #include "sim/CostModel.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <torch/library.h>
 
@@ -48,32 +47,12 @@
 namespace torchtpu::aten {
 namespace {
 
-// A CPU tensor over the bytes of `storage` (a TPU tensor's) with this geometry, with a resizable
-// storage of its own (resizing it moves it to fresh memory and leaves the device memory alone).
-at::Tensor host_alias_over(const c10::Storage& storage, c10::IntArrayRef sizes,
-                           c10::IntArrayRef strides, int64_t offset, caffe2::TypeMeta dtype) {
-  auto impl = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), storage.sym_nbytes(),
-      c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), c10::GetCPUAllocator(),
-      /*resizable=*/true);
-  auto alias = at::detail::make_tensor<c10::TensorImpl>(
-      c10::Storage(std::move(impl)), c10::DispatchKeySet(c10::DispatchKey::CPU), dtype);
-  alias.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides, offset);
-  return alias;
-}
-
-// Conjugate and negative views keep their bits: the ops that understand them (the linalg
-// solvers, matmuls) receive them unresolved.
-at::Tensor with_view_bits(at::Tensor alias, bool conj, bool neg) {
-  if (conj) alias = alias.conj();
-  if (neg) alias = alias._neg_view();
-  return alias;
-}
-
+// A host alias whose storage is resizable (a CPU kernel that resizes an out= argument gets fresh
+// memory and leaves the device memory alone).
 at::Tensor resizable_host_alias(const at::Tensor& t) {
-  return with_view_bits(
-      host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(), t.dtype()),
-      t.is_conj(), t.is_neg());
+  return with_view_bits(host_alias_over(t.storage(), t.sizes(), t.strides(), t.storage_offset(),
+                                        t.dtype(), /*resizable=*/true),
+                        t.is_conj(), t.is_neg());
 }
 
 // A TPU tensor as an op issued in strict eager sees it: its storage and geometry then. The
@@ -90,7 +69,9 @@ struct IssuedTensor {
             t.storage_offset(), t.dtype(), t.is_conj(), t.is_neg()};
   }
   at::Tensor host_alias() const {
-    return with_view_bits(host_alias_over(storage, sizes, strides, offset, dtype), conj, neg);
+    return with_view_bits(host_alias_over(storage, sizes, strides, offset, dtype,
+                                          /*resizable=*/true),
+                          conj, neg);
   }
 };
 
@@ -187,8 +168,9 @@ bool outputs_already_sized(const c10::FunctionSchema& schema, const torch::jit::
 }
 
 // Runs the op's CPU kernel on host aliases of the TPU arguments on `stack`; maps results back.
+// `generator`: the op takes a generator argument (lent the device's: GeneratorLoan).
 void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device,
-                 bool route_results, Footprint* footprint) {
+                 bool route_results, bool generator, Footprint* footprint) {
   const auto& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   const size_t base = stack->size() - num_args;
@@ -200,7 +182,8 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::D
     return alias;
   });
   {
-    GeneratorLoan loan(op, stack, device);
+    std::optional<GeneratorLoan> loan;
+    if (generator) loan.emplace(op, stack, device);
     const c10::DeviceGuard guard(device);
     std::optional<runtime::HostAllocationsOnDevice> routed;
     if (route_results) routed.emplace(device.index());
@@ -239,10 +222,10 @@ std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) 
 // For ops whose CPU kernels for bfloat16 / float16 are not trustworthy (OpTraits
 // computes_in_float32): bfloat16 / float16 tensor arguments on `stack` become float32 copies on the
 // device; returns the reduced type to round the results to (kFloat when nothing was widened).
-c10::ScalarType widen_reduced_precision(const std::string& name, torch::jit::Stack* stack,
-                                        size_t base, size_t num_args) {
+c10::ScalarType widen_reduced_precision(const std::string& name, const OpTraits& traits,
+                                        torch::jit::Stack* stack, size_t base, size_t num_args) {
   c10::ScalarType reduced = c10::kFloat;
-  if (!op_traits(name).computes_in_float32) return reduced;
+  if (!traits.computes_in_float32) return reduced;
   map_tensor_arguments(stack, base, num_args, [&](const at::Tensor& t) {
     if (!t.defined() || !at::isReducedFloatingType(t.scalar_type())) return t;
     reduced = t.scalar_type();
@@ -259,6 +242,7 @@ struct HostOp {
   const OpTraits* traits = nullptr;
   std::vector<int> returned;  // per return: the argument it aliases (in-place, out=), or -1
   std::vector<size_t> outs;   // the out= arguments
+  bool generator = false;     // a generator argument (lent the device's)
   bool enqueueable = false;   // results are arguments and no generator is lent
   bool foreach = false;       // a foreach op: one launch over lists of tensors
 };
@@ -273,7 +257,8 @@ HostOp host_op_of(const c10::OperatorHandle& op) {
     if (schema.arguments()[i].is_out()) facts.outs.push_back(i);
   }
   facts.foreach = facts.name.rfind("aten::_foreach_", 0) == 0;
-  facts.enqueueable = !has_generator_argument(schema) &&
+  facts.generator = has_generator_argument(schema);
+  facts.enqueueable = !facts.generator &&
                       std::all_of(facts.returned.begin(), facts.returned.end(),
                                   [](int i) { return i >= 0; });
   return facts;
@@ -427,15 +412,25 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     return;
   }
   const c10::ScalarType reduced =
-      route_results ? widen_reduced_precision(name, stack, base, num_args) : c10::kFloat;
+      route_results ? widen_reduced_precision(name, *f.traits, stack, base, num_args)
+                    : c10::kFloat;
   wait_for_device(*device);
   Footprint footprint;
-  for (const auto& t : tensors_of(*stack, base)) {
-    if (t.device().is_privateuseone()) footprint.add(t);
+  // (Tensors and tensor lists, as a dry run charges: aten/DryRun.cpp.)
+  for (size_t i = base; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
+      }
+    }
   }
   const int64_t list_elements =
       f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
-  run_on_host(op, stack, *device, route_results, &footprint);
+  run_on_host(op, stack, *device, route_results, f.generator, &footprint);
   if (f.foreach) footprint.elements = list_elements;
   charge(name, *f.traits, footprint);
   if (reduced != c10::kFloat) {
@@ -446,7 +441,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                          });
   }
   // (Run on the calling thread in every mode: checked here with TORCHTPU_CHECK_NANS.)
-  check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
+  if (runtime::check_nans()) {
+    check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
+  }
 }
 
 bool has_own_kernel(const c10::OperatorHandle& op) {

@@ -803,12 +803,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", entry(TORCH_FN(copy_from), Capture::copy));
   m.impl("_copy_from_and_resize", entry(TORCH_FN(copy_from_and_resize), Capture::none));
   m.impl("_local_scalar_dense", entry(TORCH_FN(_local_scalar_dense), Capture::host_read));
-  m.impl("as_strided", entry(TORCH_FN(as_strided), Capture::view));
-  m.impl("view", entry(TORCH_FN(view), Capture::view));
-  m.impl("_reshape_alias", entry(TORCH_FN(_reshape_alias), Capture::view));
-  m.impl("unfold", entry(TORCH_FN(unfold), Capture::view));
-  m.impl("view_as_real", entry(TORCH_FN(view_as_real), Capture::view));
-  m.impl("view_as_complex", entry(TORCH_FN(view_as_complex), Capture::view));
+  m.impl("as_strided", view_entry(&as_strided, "aten::as_strided"));
+  m.impl("view", view_entry(&view, "aten::view"));
+  m.impl("_reshape_alias", view_entry(&_reshape_alias, "aten::_reshape_alias"));
+  m.impl("unfold", view_entry(&unfold, "aten::unfold"));
+  m.impl("view_as_real", view_entry(&view_as_real, "aten::view_as_real"));
+  m.impl("view_as_complex", view_entry(&view_as_complex, "aten::view_as_complex"));
   m.impl("resize_", entry(TORCH_FN(resize_), Capture::none));
   m.impl("set_.source_Tensor", entry(TORCH_FN(set_source_Tensor_), Capture::view));
   m.impl("set_.source_Storage", entry(TORCH_FN(set_source_Storage_), Capture::view));

@@ -15,6 +15,7 @@
 #include "sim/Mxu.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/Parallel.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <c10/util/strides.h>
 
@@ -72,6 +73,29 @@ sim::Estimate estimate_product(const at::Tensor& self, const at::Tensor& a, cons
 // out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain
 // product; `out_aliases_self` says whether out shares memory with self. `self` is broadcast.
 // On the MXU with `precision`, or (on_mxu false) on the host.
+// p[i, j] += bias[j] for a contiguous float32 matrix p and a bias of one row (1-D, or rows
+// broadcast with stride 0), the bias of a linear layer: the sum add_ makes, without building a
+// TensorIterator for it. False, having done nothing, for anything else.
+bool add_rows(const at::Tensor& p, const at::Tensor& bias) {
+  if (p.scalar_type() != at::kFloat || bias.scalar_type() != at::kFloat || p.dim() != 2 ||
+      !p.is_contiguous() || bias.dim() < 1 || bias.dim() > 2 || bias.size(-1) != p.size(1) ||
+      bias.stride(-1) != 1 || (bias.dim() == 2 && bias.size(0) != 1 && bias.stride(0) != 0) ||
+      bias.is_conj() || bias.is_neg()) {
+    return false;
+  }
+  float* out = p.data_ptr<float>();
+  const float* row = bias.const_data_ptr<float>();
+  const int64_t n = p.size(1);
+  at::parallel_for(0, p.size(0), std::max<int64_t>(1, kParallelElements / std::max<int64_t>(n, 1)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t i = begin; i < end; ++i) {
+                       float* o = out + i * n;
+                       for (int64_t j = 0; j < n; ++j) o[j] += row[j];
+                     }
+                   });
+  return true;
+}
+
 void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tensor& h_b,
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& h_out,
                  bool out_aliases_self, bool on_mxu, sim::Precision precision) {
@@ -105,7 +129,7 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
     // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
     const bool one = !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
     const at::Tensor term = widen ? h_self.to(at::kFloat) : h_self;
-    p.add_(one ? term : term.mul(b));
+    if (!(one && add_rows(p, term))) p.add_(one ? term : term.mul(b));
   }
   if (!direct) h_out.copy_(p);
 }
@@ -130,11 +154,20 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
   sim::record(op, estimate_product(self, a, b, out));
   const auto precision = sim::current_precision();  // the caller's, captured now
   const int64_t macs = out.numel() * (a.dim() == 0 ? 1 : a.size(-1));
+  const bool parallel = macs >= kParallelMacs;
+  if (launch_here_if_idle(out.device(), op,
+                          [&] {
+                            run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, true,
+                                        precision);
+                          },
+                          parallel)) {
+    return;
+  }
   launch(out.device(), op,
          [=, keep = std::vector<at::Tensor>{self, a, b, out}] {
            run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, true, precision);
          },
-         {out}, macs >= kParallelMacs);
+         {out}, parallel);
 }
 
 void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor& b,

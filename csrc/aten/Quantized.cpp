@@ -33,6 +33,7 @@
 #include <ATen/ops/_make_per_tensor_quantized_tensor.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/dequantize_native.h>
 #include <ATen/ops/empty.h>
@@ -78,17 +79,6 @@ at::Tensor int_alias(const at::Tensor& q) {
 
 at::Tensor on_host(const at::Tensor& t) {
   return t.device().is_privateuseone() ? host_alias(t) : t;
-}
-
-// A CPU quantized tensor holding the values of host integers `ints` with the quantization of
-// `q` (per-channel parameters read on the host): for running PyTorch's CPU code on them.
-at::Tensor cpu_quantized(const at::Tensor& ints, const at::Tensor& q) {
-  if (q.qscheme() == at::kPerTensorAffine) {
-    return at::_make_per_tensor_quantized_tensor(ints, q.q_scale(), q.q_zero_point());
-  }
-  return at::_make_per_channel_quantized_tensor(ints, on_host(q.q_per_channel_scales()),
-                                                on_host(q.q_per_channel_zero_points()),
-                                                q.q_per_channel_axis());
 }
 
 // One VPU launch over `elements` reading and writing `bytes` of HBM (quantize, dequantize,
