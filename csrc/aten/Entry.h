@@ -1,7 +1,8 @@
 #pragma once
 // The one entry of every PrivateUse1 kernel of torchtpu (docs/design.md 3).
 //
-// Every kernel is registered through entry(): before the kernel runs, the entry hook sees the
+// Every kernel is registered through entry() (the view ops, which touch no device memory,
+// through view_entry(): counted, unboxed): before the kernel runs, the entry hook sees the
 // op, its boxed arguments and what kind of op it is (Capture below). The DeferAndFuse layer
 // (defer/) installs the hook: in fused eager it records the op instead of running it, or
 // materializes the pending work the op depends on and lets it run. The hook is not called
