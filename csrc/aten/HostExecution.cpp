@@ -205,17 +205,24 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::D
   map_tensor_arguments(stack, stack->size() - num_returns, num_returns, map_result);
 }
 
-std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) {
-  std::vector<at::Tensor> out;
+// Calls `f` on every defined tensor of stack[from, end) held as a tensor or in a tensor list
+// (the tensors an op is charged for, as a dry run charges them: aten/DryRun.cpp).
+template <typename F>
+void for_each_charged_tensor(const torch::jit::Stack& stack, size_t from, F&& f) {
   for (size_t i = from; i < stack.size(); ++i) {
     if (stack[i].isTensor()) {
-      if (stack[i].toTensor().defined()) out.push_back(stack[i].toTensor());
+      if (stack[i].toTensor().defined()) f(stack[i].toTensor());
     } else if (stack[i].isTensorList()) {
       for (const at::Tensor& t : stack[i].toTensorList()) {
-        if (t.defined()) out.push_back(t);
+        if (t.defined()) f(t);
       }
     }
   }
+}
+
+std::vector<at::Tensor> tensors_of(const torch::jit::Stack& stack, size_t from) {
+  std::vector<at::Tensor> out;
+  for_each_charged_tensor(stack, from, [&](const at::Tensor& t) { out.push_back(t); });
   return out;
 }
 
@@ -338,6 +345,10 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     }
   }
 
+  // A foreach op is charged over its lists (foreach_elements), counted before they are replaced.
+  const int64_t list_elements =
+      f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
+
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
   // with no generator to lend. Everything else runs inline after the queued work.
   const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
@@ -351,7 +362,7 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
       footprint.add(t);
       largest = std::max<int64_t>(largest, t.numel());
     });
-    if (f.foreach) footprint.elements = foreach_elements(torch::jit::last(*stack, num_args));
+    if (f.foreach) footprint.elements = list_elements;
     charge(name, *f.traits, footprint);
     const bool parallel = largest >= kParallelElements;
     // The results are arguments: the stack keeps them, in return order.
@@ -416,20 +427,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                     : c10::kFloat;
   wait_for_device(*device);
   Footprint footprint;
-  // (Tensors and tensor lists, as a dry run charges: aten/DryRun.cpp.)
-  for (size_t i = base; i < stack->size(); ++i) {
-    const c10::IValue& v = (*stack)[i];
-    if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorList()) {
-        if (t.defined() && t.device().is_privateuseone()) footprint.add(t);
-      }
-    }
-  }
-  const int64_t list_elements =
-      f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
+  for_each_charged_tensor(*stack, base, [&](const at::Tensor& t) {
+    if (t.device().is_privateuseone()) footprint.add(t);
+  });
   run_on_host(op, stack, *device, route_results, f.generator, &footprint);
   if (f.foreach) footprint.elements = list_elements;
   charge(name, *f.traits, footprint);

@@ -70,9 +70,6 @@ sim::Estimate estimate_product(const at::Tensor& self, const at::Tensor& a, cons
   return e;
 }
 
-// out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain
-// product; `out_aliases_self` says whether out shares memory with self. `self` is broadcast.
-// On the MXU with `precision`, or (on_mxu false) on the host.
 // p[i, j] += bias[j] for a contiguous float32 matrix p and a bias of one row (1-D, or rows
 // broadcast with stride 0), the bias of a linear layer: the sum add_ makes, without building a
 // TensorIterator for it. False, having done nothing, for anything else.
@@ -96,6 +93,9 @@ bool add_rows(const at::Tensor& p, const at::Tensor& bias) {
   return true;
 }
 
+// out = beta * self + alpha * (a @ b) on host aliases (h_*); `h_self` undefined means a plain
+// product; `out_aliases_self` says whether out shares memory with self. `self` is broadcast.
+// On the MXU with `precision`, or (on_mxu false) on the host.
 void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tensor& h_b,
                  const c10::Scalar& beta, const c10::Scalar& alpha, const at::Tensor& h_out,
                  bool out_aliases_self, bool on_mxu, sim::Precision precision) {
