@@ -43,9 +43,12 @@ def _price(chip, launch_us) -> dict:
 
 
 def host_times() -> dict[str, float]:
-    """Measured host time (seconds) of the work the stream workers ran, by work name (an op, or
-    "fused region of N ops (...)"). Work run inline (debug eager, host reads, fallbacks) is not
-    in it."""
+    """Measured host time (seconds) of the device's work on this machine, by work name (an op,
+    or "fused region of N ops (...)"): the work the stream workers ran, and the work run on the
+    issuing thread (debug eager, ops that return new tensors, the fused attention,
+    convolutions). Each name's time is its own: a GEMM run inside a fused region is counted
+    under the GEMM's name and not again under the region's. CPU fallbacks are not in it
+    (``fallbacks()`` counts them)."""
     return {k: v * 1e-9 for k, v in _C.metrics_snapshot("host_time").items()}
 
 

@@ -430,7 +430,10 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   for_each_charged_tensor(*stack, base, [&](const at::Tensor& t) {
     if (t.device().is_privateuseone()) footprint.add(t);
   });
-  run_on_host(op, stack, *device, route_results, f.generator, &footprint);
+  {
+    const runtime::metrics::HostTime timed(name, /*lasting=*/true);
+    run_on_host(op, stack, *device, route_results, f.generator, &footprint);
+  }
   if (f.foreach) footprint.elements = list_elements;
   charge(name, *f.traits, footprint);
   if (reduced != c10::kFloat) {

@@ -194,7 +194,10 @@ void launch(c10::Device device, std::string op, std::function<void()> work,
   // Debug eager runs the work now, after whatever strict ops (of another thread, or before a
   // mode switch) queued on the device.
   wait_for_device(device);
-  work();
+  {
+    const runtime::metrics::HostTime timed(op);
+    work();
+  }
   check_results(op, results);
 }
 

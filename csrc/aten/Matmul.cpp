@@ -147,6 +147,7 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
                   "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
                   "passes, float16 and int8); it runs on the host, in place on the device memory.");
     wait_for_device(out.device());
+    const runtime::metrics::HostTime timed(op);
     run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, false, sim::Precision::kHighest);
     sim::record(op, estimate_product(self, a, b, out));  // priced as if native (flagged)
     return;
@@ -428,6 +429,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::IntArrayRef dilation, bool transposed,
                                     c10::IntArrayRef output_padding, int64_t groups) {
   wait_for_device(input.device());
+  static const std::string kName = "aten::convolution_overrideable";
+  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
   const at::Tensor* b = bias.has_value() ? &*bias : nullptr;
   check_same_device("aten::convolution", {&input, &weight, b});
   std::optional<at::Tensor> h_bias;
@@ -474,6 +477,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
   wait_for_device(input.device());
+  static const std::string kName = "aten::convolution_backward_overrideable";
+  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
   check_same_device("aten::convolution_backward", {&grad_output, &input, &weight});
   const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
   auto backward = [&](const at::Tensor& go, const at::Tensor& x, const at::Tensor& w,
@@ -700,6 +705,8 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   check_same_device("aten::_scaled_dot_product_fused_attention_overrideable",
                     {&q, &k, &v, mask.defined() ? &mask : nullptr});
   wait_for_device(q.device());
+  static const std::string kName = "aten::_scaled_dot_product_fused_attention_overrideable";
+  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
   if (mask.defined()) h_mask = host_attention_mask(mask);
@@ -737,6 +744,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   check_same_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
                     {&grad_out, &q, &k, &v, &out, &logsumexp});
   wait_for_device(q.device());
+  static const std::string kName =
+      "aten::_scaled_dot_product_fused_attention_overrideable_backward";
+  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
   if (attn_bias.defined()) h_mask = host_attention_mask(attn_bias);

@@ -45,11 +45,10 @@ namespace {
 
 
 // Elements per block of a fused region (the block of every operand stays in L2);
-// TORCHTPU_FUSED_BLOCK overrides it (for experiments).
-const int64_t kBlockElements = [] {
-  const char* v = std::getenv("TORCHTPU_FUSED_BLOCK");
-  return v != nullptr ? std::max<int64_t>(1, std::atoll(v)) : int64_t(32768);
-}();
+// TORCHTPU_FUSED_BLOCK sets it for every region (for experiments).
+const char* const kBlockSetting = std::getenv("TORCHTPU_FUSED_BLOCK");
+const int64_t kBlockElements =
+    kBlockSetting != nullptr ? std::max<int64_t>(1, std::atoll(kBlockSetting)) : int64_t(32768);
 
 // S-mapped geometry of an operand: its strides for each dimension of the iteration shape
 
@@ -426,12 +425,21 @@ void FusedRegion::run() const {
   const int64_t dims = static_cast<int64_t>(shape.size());
   const int64_t numel = t->numel;
   if (numel == 0) return;
+  // Blocks small enough to keep a block of every operand in L2 pay off where ops read what the
+  // op before them wrote. A region with one element-wise op (a matmul's epilogue, the op before a
+  // reduction) reads nothing back: each block costs its kernel's boxed call and TensorIterator
+  // (5-9 us), which made a fused gelu_backward over [2048, 2048] 1.3x strict eager's single
+  // kernel (docs/host-speed.md, session 24). There, a few blocks per thread.
+  const int64_t block_elements =
+      ops.size() == 1 && kBlockSetting == nullptr
+          ? std::max<int64_t>(kBlockElements, numel / (4 * at::get_num_threads()))
+          : kBlockElements;
   // Blocking: dimensions after `d` whole, dimension `d` in chunks, dimensions before it one
   // index at a time.
   int64_t d = std::max<int64_t>(dims - 1, 0), inner = 1;
-  while (d > 0 && inner * shape[d] <= kBlockElements) inner *= shape[d--];
+  while (d > 0 && inner * shape[d] <= block_elements) inner *= shape[d--];
   const int64_t len_d = dims == 0 ? 1 : shape[d];
-  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(len_d, kBlockElements / inner));
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(len_d, block_elements / inner));
   const int64_t chunks = (len_d + chunk - 1) / chunk;
   int64_t outer = 1;
   for (int64_t j = 0; j < d; ++j) outer *= shape[j];

@@ -1,6 +1,7 @@
 #include "runtime/Metrics.h"
 
 #include <array>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -41,6 +42,32 @@ std::atomic<int64_t>& slot_of_lasting(Category category, const std::string& name
   std::atomic<int64_t>& s = slot(category, name);
   mine.emplace(&name, &s);
   return s;
+}
+
+namespace {
+thread_local int64_t* t_host_time_inner = nullptr;  // the innermost open HostTime's inner_ns_
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+HostTime::HostTime(const std::string& name, bool lasting)
+    : name_(&name), lasting_(lasting), start_ns_(now_ns()), outer_inner_(t_host_time_inner) {
+  t_host_time_inner = &inner_ns_;
+}
+
+HostTime::~HostTime() {
+  const int64_t elapsed = now_ns() - start_ns_;
+  t_host_time_inner = outer_inner_;
+  if (outer_inner_ != nullptr) *outer_inner_ += elapsed;
+  if (lasting_) {
+    add_lasting(Category::host_time, *name_, elapsed - inner_ns_);
+  } else {
+    add(Category::host_time, *name_, elapsed - inner_ns_);
+  }
 }
 
 std::map<std::string, int64_t> snapshot(Category category) {

@@ -15,7 +15,7 @@ enum class Category {
   op,        // ops executed by a native torchtpu kernel, by schema name ("aten::add.out")
   fallback,  // ops executed through the CPU fallback, by schema name
   counter,   // everything else: "transfer.host_to_device_bytes", "allocator.oom", ...
-  host_time, // measured host time (nanoseconds) of the work run on stream workers, by name
+  host_time, // measured host time (nanoseconds) of the device's work, by name (HostTime)
 };
 
 // The slot of one counter (created at zero on first use).
@@ -40,6 +40,29 @@ std::atomic<int64_t>& slot_of_lasting(Category category, const std::string& name
 inline void add_lasting(Category category, const std::string& name, int64_t delta = 1) {
   slot_of_lasting(category, name).fetch_add(delta, std::memory_order_relaxed);
 }
+
+// Measures the host time of one piece of device work into host_time under `name`: a stream's
+// queued item, and work run on the issuing thread outside the queue (debug eager, ops that return
+// new tensors, the fused attention, convolutions). Scopes nest on a thread, and each adds its own
+// time only (a profiler's "self" time): work timed inside other timed work (a GEMM inside a fused
+// region, queued items a wait runs) is counted under its own name and taken out of the outer
+// scope's, so every nanosecond is counted once. `lasting`: `name` lives for the process at one
+// address (add_lasting).
+class HostTime {
+ public:
+  explicit HostTime(const std::string& name, bool lasting = false);
+  ~HostTime();
+  HostTime(const HostTime&) = delete;
+  HostTime& operator=(const HostTime&) = delete;
+
+ private:
+  const std::string* name_;
+  bool lasting_;
+  int64_t start_ns_;
+  int64_t inner_ns_ = 0;  // time of the scopes nested in this one
+  int64_t* outer_inner_;  // the enclosing scope's inner_ns_ (null if none)
+};
+
 inline void count_fallback(const std::string& name) { add(Category::fallback, name); }
 inline void count(const std::string& name, int64_t delta = 1) { add(Category::counter, name, delta); }
 

@@ -115,18 +115,13 @@ struct StreamQueue::Impl {
 
   // Runs one item's work, its host time counted; the exception it raised, if any.
   static std::exception_ptr run_timed(c10::function_ref<void()> work, const std::string& what) {
-    std::exception_ptr failure;
-    const auto start = std::chrono::steady_clock::now();
+    const metrics::HostTime timed(what);
     try {
       work();
     } catch (...) {
-      failure = std::current_exception();
+      return std::current_exception();
     }
-    metrics::add(metrics::Category::host_time, what,
-                 std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count());
-    return failure;
+    return nullptr;
   }
 
   // Under the lock: an item has run. Its error is kept for the next synchronization (the first

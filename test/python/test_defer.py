@@ -570,6 +570,32 @@ def test_a_reduction_fuses_its_element_wise_producers():
     torch.testing.assert_close(m.cpu(), (x - 0.5).abs().amax(dim=0), rtol=0, atol=0)
 
 
+def test_a_region_of_one_kernel_op_runs_in_large_blocks_bit_exact():
+    # A region with one element-wise op that is not a loop instruction (a matmul's GELU
+    # epilogue; gelu_backward before its bias-gradient sum) runs in a few large blocks per thread
+    # (docs/host-speed.md, session 24): the same values as the CPU's kernels, bit for bit.
+    torch.manual_seed(0)
+    x, w, g = torch.randn(640, 512), torch.randn(512, 1024), torch.randn(640, 1024)
+    xt, wt, gt = x.to("tpu"), w.to("tpu"), g.to("tpu")
+    torchtpu.sync()
+    torchtpu.metrics.reset()
+    with torch.tpu.precision("highest"):
+        h = torch.nn.functional.gelu(xt @ wt)
+    torchtpu.sync()  # (one graph each: gelu_backward would join the matmul's epilogue)
+    gb = torch.ops.aten.gelu_backward(gt, h)
+    db = gb.sum(0)
+    torchtpu.sync()
+    assert counters().get("defer.fused_matmul_regions", 0) == 1, counters()
+    assert counters().get("defer.fused_reduction_regions", 0) == 1, counters()
+    with torch.tpu.precision("highest"):
+        h_cpu = torch.nn.functional.gelu(x @ w)
+    gb_cpu = torch.ops.aten.gelu_backward(g, h_cpu)
+    torch.testing.assert_close(h.cpu(), h_cpu, rtol=1e-6, atol=1e-5)  # (MKL's GEMM: order)
+    # From the same input, bit for bit: the blocks run the CPU's kernels.
+    torch.testing.assert_close(gb.cpu(), torch.ops.aten.gelu_backward(g, h.cpu()), rtol=0, atol=0)
+    torch.testing.assert_close(db.cpu(), gb.cpu().sum(0), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_results_sized_without_meta_kernels_match_the_kernels(dtype):
     # native_layer_norm(+backward), index_select, embedding_dense_backward and mse_loss_backward

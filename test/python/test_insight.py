@@ -159,6 +159,40 @@ def test_the_profiler_shows_one_device_event_per_launch(tmp_path):
     assert any(e.get("cat") == "ac2g" for e in trace) or torchtpu._C.get_eager_mode() == "fused"
 
 
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
+def test_host_times_count_all_device_work_once(mode):
+    """torchtpu.metrics.host_times() sees the work run on the issuing thread (the fused attention,
+    convolutions, debug eager) as well as the stream's, and counts every nanosecond once: a
+    product run inside a fused region is under its own name, not the region's too."""
+    import time
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 128, 64, device="tpu") for _ in range(3))
+    a = torch.randn(1024, 1024, device="tpu")
+    img, w = torch.randn(2, 3, 32, 32, device="tpu"), torch.randn(8, 3, 3, 3, device="tpu")
+
+    def step():
+        with torchtpu.eager_mode(mode):
+            out = F.scaled_dot_product_attention(q, k, v)
+            y = torch.relu(a @ a + 1.0)  # fused eager: a matmul region with its epilogue
+            c = F.conv2d(img, w)
+            (out.sum() + y.sum() + c.sum()).item()
+
+    step()  # (fused eager plans the graph in its first run)
+    torch.tpu.synchronize()
+    torchtpu.metrics.reset()
+    start = time.perf_counter()
+    step()
+    wall = time.perf_counter() - start
+    times = torchtpu.metrics.host_times()
+    assert times.get("aten::_scaled_dot_product_fused_attention_overrideable", 0) > 0, times
+    assert times.get("aten::convolution_overrideable", 0) > 0, times
+    product = sum(t for name, t in times.items() if name.startswith("aten::mm"))
+    # (The 1024^3 product is most of the work: counted twice, the sum would pass the wall time.)
+    assert product > 0.3 * wall, times
+    assert sum(times.values()) <= wall, (wall, times)
+
+
 def test_the_profiler_records_no_device_events_unless_asked():
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity
