@@ -24,6 +24,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/ParallelGuard.h>
 #include <c10/util/flat_hash_map.h>
 
@@ -35,6 +36,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -605,6 +607,63 @@ void FusedRegion::run() const {
   });
 }
 
+// Host memory for matmul results that only their fused epilogue reads (Plan::host_buffer), kept
+// for the next flush. A fresh allocation of many MiB is a fresh mapping: its pages fault at the
+// first write and are unmapped at the free, at every flush (a 4096^2 float32 product's 64 MiB
+// made its GEMM 14 ms slower than strict eager's and its free cost 7 ms more, docs/host-speed.md,
+// session 24). Up to kKeptBytes are kept; a request takes a kept buffer of at least its size
+// and at most a quarter more. (Freed from whichever thread releases the last storage.)
+class HostBufferPool {
+ public:
+  static HostBufferPool& get() {
+    static auto* pool = new HostBufferPool();  // leaked: buffers may come back during exit
+    return *pool;
+  }
+
+  c10::DataPtr allocate(size_t nbytes, c10::Device device) {
+    void* ptr = nullptr;
+    size_t size = nbytes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = kept_.lower_bound(nbytes);
+      if (it != kept_.end() && it->first <= nbytes + nbytes / 4) {
+        ptr = it->second;
+        size = it->first;
+        kept_bytes_ -= size;
+        kept_.erase(it);
+      }
+    }
+    if (ptr == nullptr) ptr = c10::alloc_cpu(nbytes);
+    return c10::DataPtr(ptr, new Buffer{ptr, size}, &HostBufferPool::give_back, device);
+  }
+
+ private:
+  static constexpr size_t kKeptBytes = size_t(256) << 20;
+  struct Buffer {
+    void* ptr;
+    size_t size;
+  };
+  static void give_back(void* context) {
+    std::unique_ptr<Buffer> b(static_cast<Buffer*>(context));
+    get().keep(b->ptr, b->size);
+  }
+  void keep(void* ptr, size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (kept_bytes_ + size <= kKeptBytes) {
+        kept_.emplace(size, ptr);
+        kept_bytes_ += size;
+        return;
+      }
+    }
+    c10::free_cpu(ptr);
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, void*> kept_;  // by size
+  size_t kept_bytes_ = 0;
+};
+
 class Executor {
  public:
   Executor(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
@@ -640,8 +699,7 @@ class Executor {
     if (!memory_[k] && plan_.host_buffer[k]) {
       // A matmul result that only its fused epilogue reads: host memory, not HBM.
       PendingStorage& p = *keys_.pending[k];
-      c10::DataPtr data = c10::GetCPUAllocator()->allocate(p.nbytes);
-      data.unsafe_set_device(p.device);
+      c10::DataPtr data = HostBufferPool::get().allocate(p.nbytes, p.device);
       memory_[k] = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
           c10::StorageImpl::use_byte_size_t(), p.nbytes, std::move(data), nullptr,
           /*resizable=*/false));
@@ -1089,6 +1147,7 @@ void execute(std::vector<Node>& nodes, const Keys& keys, const Plan& plan,
     on_the_worker.emplace();
   }
   Executor(nodes, keys, plan, alive_keys, blocking).run();
+  if (here) here->run_kept_work();  // (the host waits next: it runs what it kept, here)
 }
 
 }  // namespace torchtpu::defer

@@ -242,6 +242,12 @@ HostWaitsNext::~HostWaitsNext() {
   held.swap(t_held);
   for (StreamQueue* q : held) q->release_hold();
 }
+void HostWaitsNext::run_kept_work() {
+  if (t_host_waits_next != 1 || t_held.empty()) return;
+  // (drain hands the other streams' kept work to their workers first, as a synchronization does)
+  const std::vector<StreamQueue*> held = t_held;
+  for (StreamQueue* q : held) q->drain();
+}
 int inline_work() { return inline_level(); }
 
 bool StreamQueue::run_inline(c10::function_ref<void()> work, const std::string& what,

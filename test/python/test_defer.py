@@ -377,6 +377,36 @@ def test_fuzzer_programs_match_cpu_with_work_run_on_the_issuing_thread(seed):
     assert torchtpu.metrics.counters().get("stream.work_run_inline", 0) > before
 
 
+def test_the_work_a_graph_kept_for_the_host_runs_on_the_host_before_the_worker_can_take_it():
+    """The work kept for the host (above) is run by the flushing thread as the graph ends. It was
+    handed back to the worker when the flush's guard ended, a few microseconds before the
+    synchronization that drains it, and the worker took it first and ran its parallel loops with
+    a second OpenMP team: a fused epilogue over 4096^2 took 1.5x strict eager's two kernels, and
+    (d)'s reductions 2.5x (docs/host-speed.md, session 24)."""
+    if torchtpu.get_eager_mode() != "fused":
+        pytest.skip("fused eager's flush")
+    torch.manual_seed(0)
+    a, b, c = (torch.randn(1536, 1536, device="tpu") for _ in range(3))
+    torchtpu.sync()
+    for _ in range(2):
+        before = counters()
+        with torch.tpu.precision("highest"):
+            y = a @ b
+            for _ in range(5):
+                y = y @ b * 1e-2  # about 100 ms of GEMMs: past the 50 ms on the issuing thread
+            out = torch.relu(y @ b + c)  # parallel work issued past them: kept for the host
+        total = out.sum().item()
+        after = counters()
+        kept = after.get("stream.work_kept_for_host", 0) - before.get("stream.work_kept_for_host", 0)
+        drained = after.get("stream.work_drained", 0) - before.get("stream.work_drained", 0)
+        assert kept > 0 and drained == kept, (kept, drained)
+    with torchtpu.eager_mode("strict"), torch.tpu.precision("highest"):
+        y = a @ b
+        for _ in range(5):
+            y = y @ b * 1e-2
+        assert torch.relu(y @ b + c).sum().item() == total
+
+
 def test_a_long_graph_the_host_waits_for_keeps_its_later_work_for_the_host():
     """Past its first 50 ms on the issuing thread, a graph the host waits for next enqueues its
     parallel work; that work is kept for the host's synchronization, which runs it on the
