@@ -289,6 +289,37 @@ bool is_runtime_scalar(const c10::Argument& a) {
          k == c10::TypeKind::ComplexType;
 }
 
+// The largest tensor of an in-place foreach op recorded as one node (a fused region's block:
+// docs/eager-modes.md, "Foreach ops").
+constexpr int64_t kForeachNodeMaxElements = 32768;
+
+// Whether fused eager records this foreach op as one node, run at the flush as strict eager runs
+// it (one launch over its lists), rather than as its per-tensor ops: an in-place op whose
+// tensors are all in lists, dense, on the device and no larger than a fused region's block.
+// Fusing a parameter's update chain saves passes over memory only where the tensors are larger
+// than a block (the MLP step of benchmarks/eager_modes.py); over small ones each per-tensor op
+// costs its recording and flush and saves nothing (a small model's AdamW: 192 recorded ops for
+// 24 parameters, about 0.3 ms per step; docs/host-speed.md, session 25).
+bool foreach_as_one_node(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& schema = op.schema();
+  if (!schema.returns().empty()) return false;  // (a functional one makes new lists)
+  const size_t num_args = schema.arguments().size();
+  bool any = false;
+  for (auto it = stack.end() - num_args; it != stack.end(); ++it) {
+    // (A scalar given as a tensor is read by the kernel, .item(): per tensor, as recorded ops.)
+    if (it->isTensor()) return false;
+    if (!it->isTensorList()) continue;
+    for (const at::Tensor& t : it->toTensorList()) {
+      if (!t.defined() || !t.device().is_privateuseone() || t.layout() != c10::kStrided ||
+          t.numel() > kForeachNodeMaxElements) {
+        return false;
+      }
+      any = true;
+    }
+  }
+  return any;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Recording
 
@@ -572,6 +603,8 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     }
     if (outs == 1) {
       bool ok = true;
+      // (A foreach op over a list of one tensor runs through its kernel, not by blocks.)
+      for (const auto& v : node.args) ok = ok && !v.isTensorList();
       for (const auto& o : node.operands) {
         if (!o.defined()) continue;
         // (Conjugate and negative views are resolved by their kernel, not by block views.)
@@ -1021,9 +1054,12 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   }
   if (capture == Capture::view) return false;
   if (capture == Capture::foreach) {
-    // Recorded as its per-tensor ops: element-wise ops the fusion passes know.
-    aten::run_per_tensor(op, stack);
-    return true;
+    if (capturing || !foreach_as_one_node(op, *stack)) {
+      // Recorded as its per-tensor ops: element-wise ops the fusion passes know.
+      aten::run_per_tensor(op, stack);
+      return true;
+    }
+    capture = Capture::results_are_arguments;  // one node; its kernel is the one launch
   }
   if ((capture == Capture::none || capture == Capture::fallback) &&
       has_sparse_argument(*stack, op.schema().arguments().size())) {

@@ -551,7 +551,9 @@ def test_fused_loop_runs_adamw_ops_bit_exact_with_the_cpu():
 
     def adamw(device):
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(33, 65), torch.nn.GELU(), torch.nn.Linear(65, 9))
+        # (A weight over 32768 elements: AdamW's foreach ops are recorded per tensor, the ops
+        # the loop runs; over small tensors they are recorded as one node each, the test below.)
+        model = torch.nn.Sequential(torch.nn.Linear(33, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 9))
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1, foreach=True)
         x = torch.randn(16, 33, generator=torch.Generator().manual_seed(1)).to(device)
@@ -568,6 +570,45 @@ def test_fused_loop_runs_adamw_ops_bit_exact_with_the_cpu():
     if " avx2 " in open("/proc/cpuinfo").read():
         assert counters().get("defer.ops_in_loop", 0) >= 3 * 4 * 3  # lerp, addcmul, addcdiv per tensor
     for x, y in zip(got, adamw("cpu")):
+        assert torch.equal(x, y)
+
+
+def test_a_small_models_adamw_records_each_foreach_op_as_one_node_with_plans_cached():
+    """Over tensors no larger than a fused region's block, an in-place foreach op is recorded as
+    one node and runs at the flush as strict eager runs it (one launch over its lists): AdamW
+    over 24 small parameters recorded 192 per-tensor ops, about 0.3 ms per step of recording
+    and flushing that fused nothing (docs/host-speed.md, session 25). Its Scalar[] arguments
+    (AdamW's step sizes, new every step) are values of the run, not of the plan: the graph of
+    every later step is the cached one. Results bit for bit the CPU's."""
+    if torchtpu.get_eager_mode() != "fused":
+        pytest.skip("fused eager's recording")
+
+    def train(device, steps=4):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+        model.to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1, foreach=True)
+        x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1)).to(device)
+        hits = []
+        for _ in range(steps):
+            before = counters().get("defer.cache_hits", 0)
+            opt.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            loss.item()
+            hits.append(counters().get("defer.cache_hits", 0) - before)
+        return [p.detach().cpu() for p in model.parameters()], hits
+
+    torchtpu.metrics.reset()
+    got, hits = train("tpu")
+    ops = torchtpu.metrics.native_ops()
+    assert ops.get("aten::_foreach_addcdiv_.ScalarList", 0) == 4, ops  # one node per step
+    assert ops.get("aten::_foreach_lerp_.Scalar", 0) == 4, ops
+    assert ops.get("aten::addcdiv.out", 0) == 0 and ops.get("aten::lerp.Scalar_out", 0) == 0, ops
+    assert all(h >= 1 for h in hits[2:]), hits  # (the first steps plan; later ones replay)
+    expected, _ = train("cpu")
+    for x, y in zip(got, expected):
         assert torch.equal(x, y)
 
 
