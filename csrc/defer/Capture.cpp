@@ -295,7 +295,9 @@ constexpr int64_t kForeachNodeMaxElements = 32768;
 
 // Whether fused eager records this foreach op as one node, run at the flush as strict eager runs
 // it (one launch over its lists), rather than as its per-tensor ops: an in-place op whose
-// tensors are all in lists, dense, on the device and no larger than a fused region's block.
+// tensors are all in lists, dense, on the device and no larger than a fused region's block, and
+// that writes two tensors or more (over one, it would pass for an element-wise op the fusion
+// passes run by blocks; recorded per tensor, it is that op).
 // Fusing a parameter's update chain saves passes over memory only where the tensors are larger
 // than a block (the MLP step of benchmarks/eager_modes.py); over small ones each per-tensor op
 // costs its recording and flush and saves nothing (a small model's AdamW: 192 recorded ops for
@@ -304,8 +306,10 @@ bool foreach_as_one_node(const c10::OperatorHandle& op, const torch::jit::Stack&
   const auto& schema = op.schema();
   if (!schema.returns().empty()) return false;  // (a functional one makes new lists)
   const size_t num_args = schema.arguments().size();
-  bool any = false;
-  for (auto it = stack.end() - num_args; it != stack.end(); ++it) {
+  const auto args = stack.end() - num_args;
+  // (Its first argument is the list it writes.)
+  if (!args->isTensorList() || args->toTensorList().size() < 2) return false;
+  for (auto it = args; it != stack.end(); ++it) {
     // (A scalar given as a tensor is read by the kernel, .item(): per tensor, as recorded ops.)
     if (it->isTensor()) return false;
     if (!it->isTensorList()) continue;
@@ -314,10 +318,9 @@ bool foreach_as_one_node(const c10::OperatorHandle& op, const torch::jit::Stack&
           t.numel() > kForeachNodeMaxElements) {
         return false;
       }
-      any = true;
     }
   }
-  return any;
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -603,8 +606,6 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     }
     if (outs == 1) {
       bool ok = true;
-      // (A foreach op over a list of one tensor runs through its kernel, not by blocks.)
-      for (const auto& v : node.args) ok = ok && !v.isTensorList();
       for (const auto& o : node.operands) {
         if (!o.defined()) continue;
         // (Conjugate and negative views are resolved by their kernel, not by block views.)

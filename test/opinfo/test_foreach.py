@@ -11,7 +11,7 @@ How the op ran is checked too (docs/runtime.md, "Foreach ops"): where ops run at
 and debug eager) a foreach op that torchtpu registers runs as one launch, counted once as a
 native op, with none of its per-tensor ops counted. In fused eager, an in-place op whose
 tensors are all in lists, on the device and no larger than a fused region's block (32768
-elements) is recorded as one node and runs so at the flush (counted once); any other is
+elements), writing two tensors or more, is recorded as one node and runs so at the flush (counted once); any other is
 recorded as its per-tensor ops, and the foreach op itself is not counted.
 """
 import torch
@@ -81,7 +81,7 @@ class TestTpuForeach(TestCase):
             # (A scalar given as a tensor keeps the op per tensor, unless PyTorch's kernel of the
             # overload reads it first, .item(), and calls the Scalar overload: as in strict.)
             scalar_read = "aten::_local_scalar_dense" in counts
-            one_node = (name.endswith("_") and bool(lists)
+            one_node = (name.endswith("_") and bool(lists) and len(lists[0]) >= 2
                         and (scalar_read or not any(isinstance(a, torch.Tensor) for a in args))
                         and all(t.device.type == "tpu" and t.layout == torch.strided
                                 and t.numel() <= 32768 for a in lists for t in a))
