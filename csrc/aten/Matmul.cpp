@@ -5,6 +5,16 @@
 // numerics) and charges the launch to the cost model. dtypes the MXU does not take (float64,
 // complex, integers other than int8) run the host kernel on the device memory instead, counted
 // as a fallback.
+
+// The CPU kernels PyTorch's x86-64 wheels build (AVX2 and AVX512 variants besides the default):
+// DispatchStub's call then names the entry point libtorch_cpu exports, which lets the fused
+// attention call PyTorch's CPU flash-attention stubs with its own results (writes_in_place).
+// Elsewhere those calls are left out and the stubs' CPU wrappers run.
+#if defined(__x86_64__) && !defined(HAVE_AVX2_CPU_DEFINITION) && !defined(HAVE_AVX512_CPU_DEFINITION)
+#define HAVE_AVX512_CPU_DEFINITION
+#define HAVE_AVX2_CPU_DEFINITION
+#define TORCHTPU_FLASH_STUBS 1
+#endif
 #include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
@@ -689,6 +699,30 @@ at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
   return at::empty_strided(sizes, strides_like(like, sizes), like.options());
 }
 
+// Whether PyTorch's CPU flash-attention kernels (at::native::flash_attention_kernel and its
+// backward, which take their results as arguments) can write the results straight into the
+// device tensors' memory, as they do when the checks of their CPU wrappers
+// (_scaled_dot_product_flash_attention_for_cpu, its backward) pass and the results need no
+// reshaping: one head size, no grouped-query heads, a float32 or query-typed mask of 2 or 4
+// dimensions, and rows of `dense` (the results, and operands read as they are) contiguous.
+// Otherwise the wrappers run and their results are copied: three copies fewer per backward and
+// two per forward (host-speed.md, session 26).
+[[maybe_unused]] bool writes_in_place(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const std::optional<at::Tensor>& h_mask,
+                     std::initializer_list<const at::Tensor*> dense) {
+  if (q.size(1) != k.size(1) || q.size(-1) != v.size(-1) || q.numel() == 0 || k.numel() == 0) {
+    return false;
+  }
+  if (h_mask && (h_mask->dim() != 2 && h_mask->dim() != 4)) return false;
+  if (h_mask && h_mask->scalar_type() != at::kFloat && h_mask->scalar_type() != q.scalar_type()) {
+    return false;
+  }
+  for (const at::Tensor* t : dense) {
+    if (t->stride(-1) != 1) return false;
+  }
+  return true;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
            at::Tensor, at::Tensor>
 fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -712,19 +746,34 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   if (mask.defined()) h_mask = host_attention_mask(mask);
   const int64_t group = q.size(1) / k.size(1);  // grouped-query attention: query heads per KV head
   const int64_t head = std::max(q.size(-1), v.size(-1));
+  std::vector<int64_t> out_sizes = q.sizes().vec();
+  out_sizes.back() = v.size(-1);
+  at::Tensor out = device_like(q, out_sizes);
+  const auto seed_options = q.options().dtype(at::kLong);
+#ifdef TORCHTPU_FLASH_STUBS
+  if (writes_in_place(q, k, v, h_mask, {&out})) {
+    at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+    at::native::flash_attention_kernel(
+        at::kCPU, host_alias(out).transpose(1, 2), host_alias(lse).transpose(1, 2),
+        rows_dense(mxu_operand(host_alias(q), precision)),
+        rows_dense(mxu_operand(host_alias(k), precision)),
+        rows_dense(mxu_operand(host_alias(v), precision)), 0.0, is_causal, h_mask,
+        attention_scale(q, scale));
+    sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
+                attention_estimate(q, k, v, mask, false));
+    return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
+            at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
+  }
+#endif
   auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
       rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
       rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
       rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
       0.0, is_causal, h_mask, attention_scale(q, scale));
-  std::vector<int64_t> out_sizes = q.sizes().vec();
-  out_sizes.back() = v.size(-1);
-  at::Tensor out = device_like(q, out_sizes);
   host_alias(out).copy_(h_out.narrow(-1, 0, v.size(-1)));
   at::Tensor lse = on_device(h_lse.contiguous(), q.device());
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
               attention_estimate(q, k, v, mask, false));
-  const auto seed_options = q.options().dtype(at::kLong);
   // (no dropout: the generator's seed and offset are never read, and left unset as CUDA's flash
   // kernel leaves them; filling them would cost two launches)
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
@@ -752,6 +801,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   if (attn_bias.defined()) h_mask = host_attention_mask(attn_bias);
   const int64_t group = q.size(1) / k.size(1);
   const int64_t head = std::max(q.size(-1), v.size(-1));  // (see head_padded)
+  // Not asked for (a mask that needs a gradient takes the math path); shaped as PyTorch's meta
+  // kernel shapes it, which fused eager and torch.compile plan with. Never written.
+  const at::Tensor mask_grad = attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor();
+#ifdef TORCHTPU_FLASH_STUBS
+  if (grad_input_mask[0] && grad_input_mask[1] && grad_input_mask[2]) {
+    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    if (writes_in_place(q, k, v, h_mask, {&dq, &dk, &dv})) {
+      // The kernel adds each block's share to the gradients of the keys and values it read.
+      const at::Tensor h_dq = host_alias(dq), h_dk = host_alias(dk), h_dv = host_alias(dv);
+      h_dq.zero_();
+      h_dk.zero_();
+      h_dv.zero_();
+      auto rows_first = [](const at::Tensor& x) { return x.transpose(1, 2); };
+      at::native::flash_attention_backward_kernel(
+          at::kCPU, rows_first(h_dq), rows_first(h_dk), rows_first(h_dv),
+          rows_first(rows_dense(mxu_operand(host_alias(grad_out), precision))),
+          rows_first(rows_dense(mxu_operand(host_alias(q), precision))),
+          rows_first(rows_dense(mxu_operand(host_alias(k), precision))),
+          rows_first(rows_dense(mxu_operand(host_alias(v), precision))),
+          rows_first(rows_dense(host_alias(out))), rows_first(host_alias(logsumexp)), 0.0,
+          is_causal, h_mask, attention_scale(q, scale));
+      sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
+                  attention_estimate(q, k, v, attn_bias, true));
+      return {dq, dk, dv, mask_grad};
+    }
+  }
+#endif
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
       rows_dense(head_padded(mxu_operand(host_alias(grad_out), precision), head)),
       rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
@@ -770,10 +846,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> result{
       grad_input_mask[0] ? to_device(gq, q) : at::Tensor(),
       grad_input_mask[1] ? to_device(gk, k) : at::Tensor(),
-      grad_input_mask[2] ? to_device(gv, v) : at::Tensor(),
-      // Not asked for (a mask that needs a gradient takes the math path); shaped as PyTorch's
-      // meta kernel shapes it, which fused eager and torch.compile plan with. Never written.
-      attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor()};
+      grad_input_mask[2] ? to_device(gv, v) : at::Tensor(), mask_grad};
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
               attention_estimate(q, k, v, attn_bias, true));
   return result;

@@ -662,3 +662,44 @@ def test_the_conj_and_neg_bits_of_tpu_tensors_survive_save_load_and_fake_tensors
             fake = fake_mode.from_tensor(view)
             assert fake.device == view.device
             assert torch._C._get_tensor_metadata(fake) == {bit: True}
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fused_attention_equals_the_cpus_flash_kernel_bit_for_bit(mode):
+    """tpu's fused attention runs PyTorch's CPU flash-attention kernels on the device memory; since
+    session 26 they write the output, log-sum-exp and gradients straight into the device tensors
+    (no host results copied over). Layouts (heads-first and rows-first), float masks of 2 and 4
+    dimensions, causal attention and bfloat16: the values are the CPU flash kernel's, bit for
+    bit (float32 at "highest" and bfloat16 both reach the MXU unrounded)."""
+    import itertools
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(0)
+    cases = itertools.product([(2, 3, 5, 7, 4), (3, 2, 70, 130, 8)], [False, True],
+                              [None, "2-d", "4-d"], [False, True], [torch.float32, torch.bfloat16])
+    for (B, H, L, S, E), causal, mask_kind, rows_first, dtype in cases:
+        if causal and mask_kind:
+            continue
+
+        def make(n):
+            if rows_first:  # (batch, rows, heads, head) seen as (batch, heads, rows, head)
+                return torch.randn(B, n, H, E, dtype=dtype, generator=gen).transpose(1, 2)
+            return torch.randn(B, H, n, E, dtype=dtype, generator=gen)
+
+        q, k, v = make(L), make(S), make(S)
+        mask = {None: None, "2-d": torch.randn(L, S, dtype=dtype, generator=gen),
+                "4-d": torch.randn(B, 1, L, S, dtype=dtype, generator=gen)}[mask_kind]
+        grad = torch.randn(B, H, L, E, dtype=dtype, generator=gen)
+        results = []
+        for device, backend in (("cpu", SDPBackend.FLASH_ATTENTION), ("tpu", SDPBackend.OVERRIDEABLE)):
+            leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(
+                    *leaves, attn_mask=None if mask is None else mask.to(device), is_causal=causal)
+            out.backward(grad.to(device))
+            results.append([t.detach().cpu() for t in [out] + [x.grad for x in leaves]])
+        what = f"{(B, H, L, S, E)} causal={causal} mask={mask_kind} rows_first={rows_first} {dtype}"
+        for got, want in zip(results[1], results[0]):
+            torch.testing.assert_close(got, want, atol=0, rtol=0, msg=lambda m: f"{what}: {m}")
