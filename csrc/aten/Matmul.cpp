@@ -125,6 +125,17 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
   at::Tensor p = direct ? h_out
                         : at::empty(h_out.sizes(), h_out.options().dtype(
                                                        widen ? at::kFloat : h_out.scalar_type()));
+  // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
+  const bool one = use_beta && !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
+  if (on_mxu && one && a.equal(1) && precision == sim::Precision::kHighest &&
+      h_out.scalar_type() == at::kFloat && h_a.dim() == 2 && h_b.dim() == 2 && h_self.dim() <= 2) {
+    // float32 at "highest" is one float32 GEMM (sim/Mxu.h): PyTorch's CPU addmm is that GEMM with
+    // the bias in its accumulator (laid into the result first, then a GEMM with beta 1), as a
+    // linear layer on the CPU runs, rather than a second pass over the result to add the bias.
+    at::addmm_out(p, h_self, h_a, h_b);
+    if (!direct) h_out.copy_(p);
+    return;
+  }
   if (widen && h_a.scalar_type() == at::kBFloat16 && h_b.scalar_type() == at::kBFloat16) {
     sim::matmul_bf16_to_float(h_a, h_b, p);
   } else if (widen) {
@@ -136,8 +147,6 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
   }
   if (!a.equal(1)) p.mul_(a);
   if (use_beta) {
-    // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
-    const bool one = !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
     const at::Tensor term = widen ? h_self.to(at::kFloat) : h_self;
     if (!(one && add_rows(p, term))) p.add_(one ? term : term.mul(b));
   }
