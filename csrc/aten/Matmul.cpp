@@ -758,33 +758,33 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   std::vector<int64_t> out_sizes = q.sizes().vec();
   out_sizes.back() = v.size(-1);
   at::Tensor out = device_like(q, out_sizes);
-  const auto seed_options = q.options().dtype(at::kLong);
+  at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  bool in_place = false;
 #ifdef TORCHTPU_FLASH_STUBS
-  if (writes_in_place(q, k, v, h_mask, {&out})) {
-    at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  in_place = writes_in_place(q, k, v, h_mask, {&out});
+  if (in_place) {
     at::native::flash_attention_kernel(
         at::kCPU, host_alias(out).transpose(1, 2), host_alias(lse).transpose(1, 2),
         rows_dense(mxu_operand(host_alias(q), precision)),
         rows_dense(mxu_operand(host_alias(k), precision)),
         rows_dense(mxu_operand(host_alias(v), precision)), 0.0, is_causal, h_mask,
         attention_scale(q, scale));
-    sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
-                attention_estimate(q, k, v, mask, false));
-    return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
-            at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
   }
 #endif
-  auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
-      rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
-      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
-      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
-      0.0, is_causal, h_mask, attention_scale(q, scale));
-  host_alias(out).copy_(h_out.narrow(-1, 0, v.size(-1)));
-  at::Tensor lse = on_device(h_lse.contiguous(), q.device());
+  if (!in_place) {
+    auto [h_out, h_lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+        rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
+        rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
+        rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
+        0.0, is_causal, h_mask, attention_scale(q, scale));
+    host_alias(out).copy_(h_out.narrow(-1, 0, v.size(-1)));
+    host_alias(lse).copy_(h_lse);
+  }
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
               attention_estimate(q, k, v, mask, false));
   // (no dropout: the generator's seed and offset are never read, and left unset as CUDA's flash
   // kernel leaves them; filling them would cost two launches)
+  const auto seed_options = q.options().dtype(at::kLong);
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
           at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
 }
@@ -810,55 +810,50 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   if (attn_bias.defined()) h_mask = host_attention_mask(attn_bias);
   const int64_t group = q.size(1) / k.size(1);
   const int64_t head = std::max(q.size(-1), v.size(-1));  // (see head_padded)
-  // Not asked for (a mask that needs a gradient takes the math path); shaped as PyTorch's meta
-  // kernel shapes it, which fused eager and torch.compile plan with. Never written.
-  const at::Tensor mask_grad = attn_bias.defined() ? at::empty_like(attn_bias) : at::Tensor();
+  // The gradients asked for, laid out as empty_like lays them out (as PyTorch's meta kernel
+  // does, which fused eager and torch.compile plan with). The mask's is never asked for (a mask
+  // that needs a gradient takes the math path) and never written, but shaped so as well.
+  auto grad_like = [](bool wanted, const at::Tensor& t) {
+    return wanted && t.defined() ? at::empty_like(t) : at::Tensor();
+  };
+  const at::Tensor dq = grad_like(grad_input_mask[0], q), dk = grad_like(grad_input_mask[1], k),
+                   dv = grad_like(grad_input_mask[2], v), dmask = grad_like(true, attn_bias);
+  bool in_place = false;
 #ifdef TORCHTPU_FLASH_STUBS
-  if (grad_input_mask[0] && grad_input_mask[1] && grad_input_mask[2]) {
-    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
-    if (writes_in_place(q, k, v, h_mask, {&dq, &dk, &dv})) {
-      // The kernel adds each block's share to the gradients of the keys and values it read.
-      const at::Tensor h_dq = host_alias(dq), h_dk = host_alias(dk), h_dv = host_alias(dv);
-      h_dq.zero_();
-      h_dk.zero_();
-      h_dv.zero_();
-      auto rows_first = [](const at::Tensor& x) { return x.transpose(1, 2); };
-      at::native::flash_attention_backward_kernel(
-          at::kCPU, rows_first(h_dq), rows_first(h_dk), rows_first(h_dv),
-          rows_first(rows_dense(mxu_operand(host_alias(grad_out), precision))),
-          rows_first(rows_dense(mxu_operand(host_alias(q), precision))),
-          rows_first(rows_dense(mxu_operand(host_alias(k), precision))),
-          rows_first(rows_dense(mxu_operand(host_alias(v), precision))),
-          rows_first(rows_dense(host_alias(out))), rows_first(host_alias(logsumexp)), 0.0,
-          is_causal, h_mask, attention_scale(q, scale));
-      sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
-                  attention_estimate(q, k, v, attn_bias, true));
-      return {dq, dk, dv, mask_grad};
-    }
+  in_place = dq.defined() && dk.defined() && dv.defined() &&
+             writes_in_place(q, k, v, h_mask, {&dq, &dk, &dv});
+  if (in_place) {
+    // The kernel adds each block's share to the gradients of the keys and values it read.
+    const at::Tensor h_dq = host_alias(dq), h_dk = host_alias(dk), h_dv = host_alias(dv);
+    h_dq.zero_();
+    h_dk.zero_();
+    h_dv.zero_();
+    auto rows_first = [](const at::Tensor& x) { return x.transpose(1, 2); };
+    at::native::flash_attention_backward_kernel(
+        at::kCPU, rows_first(h_dq), rows_first(h_dk), rows_first(h_dv),
+        rows_first(rows_dense(mxu_operand(host_alias(grad_out), precision))),
+        rows_first(rows_dense(mxu_operand(host_alias(q), precision))),
+        rows_first(rows_dense(mxu_operand(host_alias(k), precision))),
+        rows_first(rows_dense(mxu_operand(host_alias(v), precision))),
+        rows_first(rows_dense(host_alias(out))), rows_first(host_alias(logsumexp)), 0.0,
+        is_causal, h_mask, attention_scale(q, scale));
   }
 #endif
-  auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
-      rows_dense(head_padded(mxu_operand(host_alias(grad_out), precision), head)),
-      rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
-      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
-      rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
-      rows_dense(head_padded(host_alias(out), head)), host_alias(logsumexp), 0.0, is_causal,
-      h_mask, attention_scale(q, scale));
-  gq = gq.narrow(-1, 0, q.size(-1));
-  gk = heads_summed(gk.narrow(-1, 0, k.size(-1)), group);
-  gv = heads_summed(gv.narrow(-1, 0, v.size(-1)), group);
-  auto to_device = [](const at::Tensor& host, const at::Tensor& like) {
-    at::Tensor d = at::empty_like(like);
-    host_alias(d).copy_(host);
-    return d;
-  };
-  std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> result{
-      grad_input_mask[0] ? to_device(gq, q) : at::Tensor(),
-      grad_input_mask[1] ? to_device(gk, k) : at::Tensor(),
-      grad_input_mask[2] ? to_device(gv, v) : at::Tensor(), mask_grad};
+  if (!in_place) {
+    auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        rows_dense(head_padded(mxu_operand(host_alias(grad_out), precision), head)),
+        rows_dense(head_padded(mxu_operand(host_alias(q), precision), head)),
+        rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(k), group), precision), head)),
+        rows_dense(head_padded(mxu_operand(heads_repeated(host_alias(v), group), precision), head)),
+        rows_dense(head_padded(host_alias(out), head)), host_alias(logsumexp), 0.0, is_causal,
+        h_mask, attention_scale(q, scale));
+    if (dq.defined()) host_alias(dq).copy_(gq.narrow(-1, 0, q.size(-1)));
+    if (dk.defined()) host_alias(dk).copy_(heads_summed(gk.narrow(-1, 0, k.size(-1)), group));
+    if (dv.defined()) host_alias(dv).copy_(heads_summed(gv.narrow(-1, 0, v.size(-1)), group));
+  }
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
               attention_estimate(q, k, v, attn_bias, true));
-  return result;
+  return {dq, dk, dv, dmask};
 }
 
 }  // namespace
