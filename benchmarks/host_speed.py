@@ -2,7 +2,9 @@
 
 People run pytest suites and model-zoo sweeps of tiny models on "tpu", where the host overhead
 per op is the whole cost. Measured in one process, interleaved, medians of the repeats (the
-training steps: each column alone in a process of its own, alternating, medians of 9 rounds):
+training steps: all columns in one fresh process, alternating in blocks of 0.3 s, each column's
+steps/s over the CPU's in the same round, medians over 3 processes x 10 rounds; and each column
+alone in a process of its own, medians of 5 rounds, as a cross-check):
 
     tiny ops     64x64 float32 `x + y` with the results kept alive (allocation included) and
                  discarded, `x.add_(y)` and `torch.add(x, y, out=o)`: microseconds per op on the
@@ -38,6 +40,9 @@ The GEMM targets of the issue are measured by benchmarks/gemm.py.
     python benchmarks/host_speed.py --alone encoder fused --seconds 4
                                                 # one training column alone in this process
                                                 # (steps/s; for comparisons across processes)
+    python benchmarks/host_speed.py --paired encoder cpu,strict --rounds 12 --seconds 0.3
+                                                # columns alternating in one process: steps/s
+                                                # per round, JSON
 """
 from __future__ import annotations
 
@@ -205,6 +210,36 @@ def alone_steps_per_s(model: str, column: str, seconds: float) -> float:
     return float(out.strip().splitlines()[-1].split("alone: ")[1].split()[0])
 
 
+def paired_rates(model: str, columns, rounds: int, block: float) -> dict:
+    """Steps/s of every column in one fresh process (--paired), alternating in blocks of `block`
+    seconds: round r runs the columns in an order rotated by r. Returns each column's steps/s
+    per round."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, __file__, "--paired", model, ",".join(columns),
+                          "--rounds", str(rounds), "--seconds", str(block)],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_paired(model: str, columns, rounds: int, block: float) -> dict:
+    step = {"example": example_step, "encoder": encoder_step}[model]()
+    fns = {column: step(column) for column in columns}
+    for fn in fns.values():
+        for _ in range(5):
+            fn()
+    rates = {column: [] for column in columns}
+    for r in range(rounds):
+        order = list(columns[r % len(columns):]) + list(columns[:r % len(columns)])
+        for column in order:
+            steps, start = 0, time.perf_counter()
+            while time.perf_counter() - start < block:
+                fns[column]()
+                steps += 1
+            rates[column].append(steps / (time.perf_counter() - start))
+    return rates
+
+
 def example_step():
     return training(compile_bench.example_case())
 
@@ -238,13 +273,25 @@ def drawing(results):
         axes[0].set_ylabel("host us per op (measured)")
         axes[0].set_title("tiny ops, 64x64 float32")
         train = results["train_steps_per_s"]
-        train_columns = [c for c in ("cpu", "strict", "strict_worker", "strict_engine", "fused")
-                         if all(c in r for r in train.values())]
+        # Ratios over the CPU in the same round (paired), or, in runs before session 27, of
+        # the columns' medians alone.
+        over = results.get("train_over_cpu") or {
+            name: {c: v / r["cpu"] for c, v in r.items()} for name, r in train.items()}
+        train_columns = ["cpu"] + [c for c in ("strict", "strict_worker", "strict_engine", "fused")
+                                   if all(c in r for r in over.values())]
         w = 0.8 / len(train_columns)
         for k, mode in enumerate(train_columns):
             axes[1].bar([i + (k - (len(train_columns) - 1) / 2) * w for i in range(len(train))],
-                        [r[mode] / r["cpu"] for r in train.values()], w, label=mode,
-                        color=COLORS[mode])
+                        [1.0 if mode == "cpu" else over[name][mode] for name in train], w,
+                        label=mode, color=COLORS[mode])
+        alone = results.get("train_steps_per_s_alone", {})
+        for mode in ("strict", "fused"):
+            if mode in train_columns and alone:
+                k = train_columns.index(mode)
+                xs = [i + (k - (len(train_columns) - 1) / 2) * w for i in range(len(train))]
+                axes[1].scatter(xs, [alone[name][mode] / alone[name]["cpu"] for name in train],
+                                marker="o", s=18, facecolors="none", edgecolors="black", zorder=3,
+                                label="alone in its process" if mode == "strict" else None)
         ceilings = results.get("train_fused_ceiling", {})
         if "fused" in train_columns and ceilings:
             k = train_columns.index("fused")
@@ -256,7 +303,7 @@ def drawing(results):
         axes[1].axhline(1.0, color="gray", lw=0.8)
         axes[1].set_xticks(range(len(train)))
         axes[1].set_xticklabels(list(train))
-        axes[1].set_ylabel("training steps/s relative to PyTorch CPU eager")
+        axes[1].set_ylabel("training steps/s over PyTorch CPU eager's (same round)")
         axes[1].set_title("small training steps")
         axes[0].legend(fontsize=8)
         axes[1].set_ylim(0, axes[1].get_ylim()[1] + 0.3)  # (room for the legend above the bars)
@@ -273,8 +320,17 @@ def main():
     parser.add_argument("--alone", nargs=2, metavar=("MODEL", "COLUMN"),
                         help="run one training column (example|encoder, cpu|strict|strict_worker|strict_engine|fused) alone "
                              "for --seconds and print its steps/s")
+    parser.add_argument("--paired", nargs=2, metavar=("MODEL", "COLUMNS"),
+                        help="run the training columns (comma-separated) of one model in this "
+                             "process, alternating in blocks of --seconds for --rounds rounds, "
+                             "and print their steps/s per round as JSON")
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=4.0)
     args = parser.parse_args()
+    if args.paired:
+        model, columns = args.paired
+        print(json.dumps(run_paired(model, columns.split(","), args.rounds, args.seconds)))
+        return
     if args.alone:
         model, column = args.alone
         step = {"example": example_step, "encoder": encoder_step}[model]()(column)
@@ -318,22 +374,25 @@ def main():
     print(f"== fused eager, cached region of 11 ops, median of {len(blocks)} blocks: record "
           f"{rec:.2f} + flush {fl:.2f}, total {total:.2f} us per op", flush=True)
 
-    # Training steps: every column alone in a process of its own, the processes alternating
-    # over the rounds (medians). Interleaved in one process, each column left state behind that
-    # weighed on the next (a stream worker's OpenMP team lives 10 ms past its last work), and a
-    # user's program runs one mode.
-    # (A process's speed varies up to 1.6x on this VM, for the CPU column as much as for
-    # torchtpu's, and it holds for the process's life: nine rounds of the three columns the
-    # targets compare, three of the two strict variants.)
-    rounds, seconds = (1, 1.5) if args.quick else (9, 2.0)
+    # Training steps, measured two ways (docs/host-speed.md, session 27):
+    # - paired: all columns in one fresh process, alternating in blocks of a fraction of a
+    #   second (the order rotating from round to round), each column's steps/s over the CPU's
+    #   in the same round; medians over the rounds of several processes. This VM runs at one of
+    #   two speeds for seconds at a time (about 110 and 70 steps/s for the encoder's CPU step),
+    #   for the CPU column as much as for torchtpu's: only columns measured within the same
+    #   second compare. The targets are checked on these ratios.
+    # - alone: each column alone in a process of its own, the processes alternating (medians),
+    #   as a user's program runs one mode: the cross-check that no column leaves state behind
+    #   that weighs on the next in the paired processes (the OpenMP teams are counted below).
     columns = ("cpu", "strict", "strict_worker", "strict_engine", "fused")
-    variant_rounds = 1 if args.quick else 3
+    processes, rounds, block = (1, 4, 0.25) if args.quick else (3, 10, 0.3)
+    alone_rounds, seconds = (1, 1.5) if args.quick else (5, 2.0)
+    paired = {name: [paired_rates(name, columns, rounds, block) for _ in range(processes)]
+              for name in ("example", "encoder")}
     alone = {}
-    for r in range(rounds):
+    for r in range(alone_rounds):
         for name in ("example", "encoder"):
-            for column in columns:
-                if column in ("strict_worker", "strict_engine") and r >= variant_rounds:
-                    continue
+            for column in ("cpu", "strict", "fused"):
                 alone[(r, name, column)] = alone_steps_per_s(name, column, seconds)
     for name, make in (("example", example_step()), ("encoder", encoder_step())):
         fns = {mode: make(mode) for mode in columns}
@@ -344,20 +403,33 @@ def main():
         if extra:
             print(f"   WARNING: {extra} OpenMP threads of other threads' teams are alive: the CPU "
                   f"column's loops are throttled, and the ratios below flatter torchtpu", flush=True)
-        row, samples = {}, {}
-        for column in fns:
-            samples[column] = [alone[(r, name, column)] for r in range(rounds)
-                               if (r, name, column) in alone]
-            row[column] = common.median(samples[column])
+        runs = paired[name]
+        row = {c: common.median([rate for run in runs for rate in run[c]]) for c in columns}
+        over_cpu = {c: common.median([a / b for run in runs for a, b in zip(run[c], run["cpu"])])
+                    for c in columns if c != "cpu"}
+        per_process = {c: [common.median([a / b for a, b in zip(run[c], run["cpu"])]) for run in runs]
+                       for c in over_cpu}
         results["train_steps_per_s"][name] = row
-        results.setdefault("train_steps_per_s_runs", {})[name] = samples
-        print(f"== training, {name} (each column alone in its own process, median of {rounds} "
-              f"rounds, the strict variants {variant_rounds}): "
-              f"steps/s cpu {row['cpu']:.1f}, strict {row['strict']:.1f} "
-              f"({row['strict'] / row['cpu']:.2f}x; all work on the worker "
-              f"{row['strict_worker'] / row['cpu']:.2f}x; backward on the engine's thread "
-              f"{row['strict_engine'] / row['cpu']:.2f}x), fused {row['fused']:.1f} "
-              f"({row['fused'] / row['cpu']:.2f}x)", flush=True)
+        results.setdefault("train_over_cpu", {})[name] = over_cpu
+        results.setdefault("train_paired_runs", {})[name] = runs
+        alone_samples = {c: [alone[(r, name, c)] for r in range(alone_rounds)] for c in ("cpu", "strict", "fused")}
+        alone_row = {c: common.median(v) for c, v in alone_samples.items()}
+        results.setdefault("train_steps_per_s_alone", {})[name] = alone_row
+        results.setdefault("train_steps_per_s_alone_runs", {})[name] = alone_samples
+        print(f"== training, {name}: steps/s over the CPU's in the same round (paired, median of "
+              f"{processes} processes x {rounds} rounds of {block} s blocks): strict "
+              f"{over_cpu['strict']:.2f}x (per process "
+              f"{' '.join(f'{v:.2f}' for v in per_process['strict'])}), fused "
+              f"{over_cpu['fused']:.2f}x ({' '.join(f'{v:.2f}' for v in per_process['fused'])}), "
+              f"all work on the worker {over_cpu['strict_worker']:.2f}x, backward on the engine's "
+              f"thread {over_cpu['strict_engine']:.2f}x; steps/s cpu {row['cpu']:.1f}, strict "
+              f"{row['strict']:.1f}, fused {row['fused']:.1f}", flush=True)
+        print(f"   each column alone in its own process (median of {alone_rounds}): cpu "
+              f"{alone_row['cpu']:.1f} ({' '.join(f'{v:.0f}' for v in alone_samples['cpu'])}), strict "
+              f"{alone_row['strict']:.1f} ({alone_row['strict'] / alone_row['cpu']:.2f}x; "
+              f"{' '.join(f'{v:.0f}' for v in alone_samples['strict'])}), fused {alone_row['fused']:.1f} "
+              f"({alone_row['fused'] / alone_row['cpu']:.2f}x; "
+              f"{' '.join(f'{v:.0f}' for v in alone_samples['fused'])})", flush=True)
         # What bounds a step on "tpu": the simulated MXU's matrix products (TPU numerics, run
         # on the host), which no eager mode shortens. The CPU's step time over their host time
         # per step is the most steps/s tpu/CPU any mode can reach.
@@ -392,8 +464,8 @@ def main():
         "sync_idle_us": idle,
         "round_trip_us": trip,
         "fused_region_us_per_op": total,
-        "train_strict_over_cpu": min(r["strict"] / r["cpu"] for r in results["train_steps_per_s"].values()),
-        "train_fused_over_cpu": min(r["fused"] / r["cpu"] for r in results["train_steps_per_s"].values()),
+        "train_strict_over_cpu": min(r["strict"] for r in results["train_over_cpu"].values()),
+        "train_fused_over_cpu": min(r["fused"] for r in results["train_over_cpu"].values()),
     }
     higher_is_better = {"train_strict_over_cpu", "train_fused_over_cpu"}
     print("== targets (issue #15)")
