@@ -449,6 +449,17 @@ def test_fuzzer_programs_in_concurrent_threads_match_cpu():
     assert defer_fuzz.check_threaded(range(700000, 700090), threads=3, length=16) == []
 
 
+def test_fuzzer_threaded_mode_skips_programs_the_cpu_refuses_with_an_index_error():
+    """Seed 1086's program takes `amax(dim=0)` of an empty tensor: the CPU raises IndexError.
+    The threaded mode, which leaves programs the CPU refuses to the single-threaded fuzzer, only
+    caught RuntimeError and stopped the whole run (`defer_fuzz.py --threads 4 --programs
+    2000`). The single-threaded check of the same seed compares the error in every mode."""
+    import defer_fuzz
+
+    assert defer_fuzz.check_threaded(range(1080, 1090), threads=3, length=12) == []
+    assert defer_fuzz.check(1086) is None
+
+
 def test_fuzzer_programs_in_concurrent_threads_match_cpu_with_work_run_inline():
     """The same with work on an idle stream run by the thread that enqueues it
     (TORCHTPU_INLINE=all): three threads share the default stream, so one runs its op while the
