@@ -222,8 +222,17 @@ def paired_rates(model: str, columns, rounds: int, block: float) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def steps_per_s(step, seconds: float) -> float:
+    """Steps/s of `step` run for `seconds`."""
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        step()
+        steps += 1
+    return steps / (time.perf_counter() - start)
+
+
 def run_paired(model: str, columns, rounds: int, block: float) -> dict:
-    step = {"example": example_step, "encoder": encoder_step}[model]()
+    step = training_step(model)
     fns = {column: step(column) for column in columns}
     for fn in fns.values():
         for _ in range(5):
@@ -232,11 +241,7 @@ def run_paired(model: str, columns, rounds: int, block: float) -> dict:
     for r in range(rounds):
         order = list(columns[r % len(columns):]) + list(columns[:r % len(columns)])
         for column in order:
-            steps, start = 0, time.perf_counter()
-            while time.perf_counter() - start < block:
-                fns[column]()
-                steps += 1
-            rates[column].append(steps / (time.perf_counter() - start))
+            rates[column].append(steps_per_s(fns[column], block))
     return rates
 
 
@@ -251,6 +256,11 @@ def encoder_step():
     return training(compile_bench.training_case(
         model, lambda device: (torch.randn(16, 64, 64, device=device),
                                torch.randn(16, 64, 64, device=device)), F.mse_loss))
+
+
+def training_step(model: str):
+    """The column maker (training()) of "example" or "encoder"."""
+    return {"example": example_step, "encoder": encoder_step}[model]()
 
 
 # One color per column in both panels.
@@ -333,14 +343,10 @@ def main():
         return
     if args.alone:
         model, column = args.alone
-        step = {"example": example_step, "encoder": encoder_step}[model]()(column)
+        step = training_step(model)(column)
         for _ in range(5):
             step()
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < args.seconds:
-            step()
-            steps += 1
-        print(f"{model} {column} alone: {steps / (time.perf_counter() - start):.1f} steps/s")
+        print(f"{model} {column} alone: {steps_per_s(step, args.seconds):.1f} steps/s")
         return
     if args.plot_only:
         name = "host_speed" + ("_quick" if args.quick else "")
