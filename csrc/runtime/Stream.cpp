@@ -9,6 +9,7 @@
 #include "runtime/OpenMP.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -113,9 +114,14 @@ struct StreamQueue::Impl {
   bool held = false;  // queued work kept for the host thread that waits next (HostWaitsNext)
   std::condition_variable worker_done;  // the worker finished an item while running_inline
 
-  // Runs one item's work, its host time counted; the exception it raised, if any.
+  // Runs one item's work, its host time counted; the exception it raised, if any. Device work
+  // runs below autograd, whichever thread runs it: its host aliases are made by the issuing
+  // thread, as inference tensors under torch.inference_mode(), and a worker outside that mode
+  // would refuse to write them ("Inplace update to inference tensor outside InferenceMode").
   static std::exception_ptr run_timed(c10::function_ref<void()> work, const std::string& what) {
     const metrics::HostTime timed(what);
+    const c10::impl::ExcludeDispatchKeyGuard below_autograd(
+        c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     try {
       work();
     } catch (...) {

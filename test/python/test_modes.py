@@ -321,3 +321,44 @@ def test_backward_passes_of_the_main_thread_run_on_it():
                    "thread_hook_on_main": False}
     bad = run_python("import torchtpu", env={"TORCHTPU_BACKWARD_ON_CALLER": "yes"}, check=False)
     assert bad.returncode != 0 and "TORCHTPU_BACKWARD_ON_CALLER='yes'" in bad.stderr
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+@pytest.mark.parametrize("thread", ["main", "other"])
+def test_work_issued_under_inference_mode_runs_wherever_it_is_run(mode, thread):
+    # Host aliases made under torch.inference_mode() are inference tensors; the device work that
+    # writes them once ran on a stream's worker outside that mode and was refused there
+    # ("Inplace update to inference tensor outside InferenceMode"), reported at the next
+    # synchronization. Work issued from a thread other than the initial one always runs on the
+    # worker; fused eager's work runs wherever its graph is flushed.
+    import threading
+    torchtpu.set_eager_mode(mode)
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 3, 8)
+    w = torch.randn(8, 8)
+    lin_tpu = torch.nn.Linear(8, 8).to("tpu")
+    lin_tpu.load_state_dict(lin.state_dict())
+    results = {}
+
+    def run():
+        with torch.inference_mode():
+            xt = x.to("tpu")
+            cache = torch.zeros(2, 5, 8, device="tpu")
+            cache[:, :3] = lin_tpu(xt)
+            y = torch.relu(cache @ w.to("tpu")).sum(-1)
+            results["y"] = y.cpu()
+        results["after"] = (cache * 2).cpu()  # read outside inference mode
+
+    if thread == "main":
+        run()
+    else:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    with torch.inference_mode():
+        cache = torch.zeros(2, 5, 8)
+        cache[:, :3] = lin(x)
+        expected = torch.relu(cache @ w).sum(-1)
+    torch.testing.assert_close(results["y"], expected)
+    torch.testing.assert_close(results["after"], cache * 2)
