@@ -10,8 +10,10 @@ each on a stream of its own (in switching rounds, half of them switch the proces
 consumer on two streams ordered by events, a thread polling the memory statistics, in every other round a thread
 switching the process's eager mode under the others, and a queue-bound loop under a small HBM (queued work holds
 the memory; the allocator must wait for it, never fail). Every third round is interrupted with
-SIGINT at a random moment while its main thread waits for queued work: the process must be gone
-within a second. The run ends with a
+SIGINT while its main thread waits for queued work: the process must be gone within a second. The
+instant is drawn per run seed, mode and round (printed); a round whose worker had already ended
+when the signal was due tests nothing: it is counted "not tested" and fired again (three times at
+most; a mode without a tested interrupt fails). The run ends with a
 summary per mode (rounds, iterations checked, wrong results, errors, hangs, interrupt latency)
 and exits non-zero on any failure.
 """
@@ -29,6 +31,7 @@ import threading
 import time
 
 MODES = ("strict", "debug", "fused")
+LOOP_DONE = "main loop done"
 HBM_BYTES = 96 << 20  # small: the queue-bound loop's queued results do not fit in it
 
 
@@ -196,6 +199,7 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
             for _ in range(20):
                 y = big @ big
             torch.tpu.synchronize()
+        print(LOOP_DONE, flush=True)  # (a SIGINT after this is not the round's test: run_round)
     else:
         while time.time() < deadline:
             time.sleep(0.05)
@@ -214,7 +218,20 @@ class _nothing:
         return False
 
 
-def run_round(mode: str, seconds: float, seed: int, interrupt: bool, switching: bool) -> dict:
+def interrupt_instant(seed: int, mode: str, round_index: int, seconds: float) -> float:
+    """When the round's SIGINT is sent, in seconds after its worker started its threads: drawn
+    per run seed, mode and round (so that the modes are not all interrupted at one instant),
+    inside the worker's main loop (which lasts `seconds`), leaving it a tenth to spare."""
+    rng = random.Random(f"interrupt {seed} {mode} {round_index}")  # (str seeds: the same in every process)
+    return round(rng.uniform(0.2, max(0.3, 0.9 * seconds)), 3)
+
+
+def run_round(mode: str, seconds: float, seed: int, interrupt: bool, switching: bool,
+              interrupt_at: float | None = None) -> dict:
+    """One round in a worker subprocess. With `interrupt`, SIGINT is sent `interrupt_at` seconds
+    after the worker started its threads; the round tests the interrupt only if the worker was
+    still running then and the signal ended it ("not_tested" otherwise: a worker that had
+    already finished proves nothing about Ctrl-C)."""
     env = dict(os.environ, TORCHTPU_EAGER_MODE=mode, TORCHTPU_HBM_BYTES=str(HBM_BYTES))
     cmd = [sys.executable, __file__, "--worker", "--seconds", str(seconds), "--seed", str(seed)]
     if interrupt:
@@ -227,7 +244,12 @@ def run_round(mode: str, seconds: float, seed: int, interrupt: bool, switching: 
     try:
         if interrupt:
             assert proc.stdout.readline().strip() == "started"
-            time.sleep(random.Random(seed).uniform(0.2, seconds))
+            result["interrupt_at"] = interrupt_at
+            time.sleep(interrupt_at)
+            if proc.poll() is not None:
+                out, err = proc.communicate(timeout=30)
+                result["not_tested"] = f"the worker had exited ({proc.returncode}) before the signal"
+                return result
             sent = time.time()
             proc.send_signal(signal.SIGINT)
             try:
@@ -236,7 +258,13 @@ def run_round(mode: str, seconds: float, seed: int, interrupt: bool, switching: 
                 result["hang"] = True
             result["interrupt_s"] = time.time() - sent
             out, err = proc.communicate(timeout=30)
-            if not result["hang"] and "KeyboardInterrupt" not in err and proc.returncode != 0:
+            if not result["hang"] and LOOP_DONE in out.splitlines():
+                # its main loop had ended (it was joining its threads or exiting): the signal
+                # did not land in the waits the round is about
+                result["interrupt_s"] = None
+                result["not_tested"] = (f"the worker had left its main loop (exit "
+                                        f"{proc.returncode}) when the signal reached it")
+            elif not result["hang"] and "KeyboardInterrupt" not in err and proc.returncode != 0:
                 result["errors"].append(f"exit {proc.returncode}: {err[-800:]}")
             return result
         out, err = proc.communicate(timeout=seconds + 120)
@@ -272,28 +300,45 @@ def main() -> None:
     summary = {}
     failed = False
     total_rounds = failed_rounds = 0
+    all_rounds = []
     for mode in args.mode or MODES:
         start = time.time()
-        rounds, seed = [], args.seed
-        while time.time() - start < per_mode or len(rounds) < 3:  # (one round of each kind)
+        rounds, seed, kind, refires = [], args.seed, 0, 0
+        tested = lambda: sum(r.get("interrupt_s") is not None for r in rounds)  # noqa: E731
+        # (one round of each kind, and one interrupt that reached a running worker)
+        while time.time() - start < per_mode or kind % 3 != 0 or (tested() == 0 and refires < 3):
             length = min(args.round, max(2.0, per_mode - (time.time() - start)))
-            # Rounds cycle: the mode alone, modes switched under running threads, interrupted.
-            interrupt = len(rounds) % 3 == 2
-            switching = len(rounds) % 3 == 1
-            r = run_round(mode, min(length, 5.0) if interrupt else length, seed, interrupt,
-                          switching)
+            # Rounds cycle: the mode alone, modes switched under running threads, interrupted. An
+            # interrupt that did not reach a running worker is fired again in the next round.
+            interrupt = kind % 3 == 2
+            switching = kind % 3 == 1
+            seconds = min(length, 5.0) if interrupt else length
+            at = interrupt_instant(args.seed, mode, len(rounds), seconds) if interrupt else None
+            r = run_round(mode, seconds, seed, interrupt, switching, at)
             rounds.append(r)
             seed += 1
+            if r.get("not_tested") and refires < 3:
+                refires += 1
+            else:
+                kind += 1
             bad = bool(r["hang"] or r["wrong"] or r["errors"] or (r["interrupt_s"] or 0) > 1.0)
             r["failed"] = bad
             failed = failed or bad
-            what = (f"SIGINT -> exit in {r['interrupt_s']:.2f} s" if r["interrupt_s"] is not None
-                    else f"{r['iterations']} results checked, {r['wrong']} wrong"
-                    + (" (modes switched)" if switching else ""))
+            if r.get("not_tested"):
+                what = f"SIGINT at {at:.3f} s not tested: {r['not_tested']}"
+            elif r["interrupt_s"] is not None:
+                what = f"SIGINT at {at:.3f} s -> exit in {r['interrupt_s']:.2f} s"
+            else:
+                what = (f"{r['iterations']} results checked, {r['wrong']} wrong"
+                        + (" (modes switched)" if switching else ""))
             print(f"[{mode}] round {len(rounds)} ({time.time() - start:.0f}/{per_mode:.0f} s): {what}"
                   f"{' ' + str(r['wrong_in']) if r['wrong'] else ''}"
                   f"{', HANG' if r['hang'] else ''}{', errors: ' + str(r['errors'][:2]) if r['errors'] else ''}",
                   flush=True)
+        if tested() == 0:  # (after three re-fires): a failure, not a pass
+            print(f"[{mode}] no interrupt reached a running worker: Ctrl-C not tested", flush=True)
+            rounds[-1]["failed"] = failed = True
+        all_rounds += rounds
         total_rounds += len(rounds)
         failed_rounds += sum(r["failed"] for r in rounds)
         latencies = [r["interrupt_s"] for r in rounds if r["interrupt_s"] is not None]
@@ -305,17 +350,21 @@ def main() -> None:
             "errors": sum(len(r["errors"]) for r in rounds),
             "hangs": sum(r["hang"] for r in rounds),
             "interrupts": len(latencies),
+            "interrupts_not_tested": sum(bool(r.get("not_tested")) for r in rounds),
             "max_interrupt_s": round(max(latencies), 3) if latencies else None,
         }
     print("\nstress summary")
     for mode, s in summary.items():
         print(f"  {mode:6s}: {s['seconds']:.0f} s, {s['rounds']} rounds, {s['iterations']} results "
               f"checked, {s['wrong']} wrong, {s['errors']} errors, {s['hangs']} hangs, "
-              f"{s['interrupts']} interrupts (slowest exit {s['max_interrupt_s']} s)")
+              f"{s['interrupts']} interrupts (slowest exit {s['max_interrupt_s']} s), "
+              f"{s['interrupts_not_tested']} not tested (re-fired)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summary, f, indent=1)
-    print(f"{total_rounds - failed_rounds} passed, {failed_rounds} failed")
+    not_tested = sum(bool(r.get("not_tested")) and not r["failed"] for r in all_rounds)
+    print(f"{total_rounds - failed_rounds - not_tested} passed, {failed_rounds} failed, "
+          f"{not_tested} not tested")
     sys.exit(1 if failed else 0)
 
 
