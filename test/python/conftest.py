@@ -2,6 +2,7 @@
 stuff, and a helper runs code in a fresh interpreter (for environment variables that are read
 once, autoload, and once-per-process warnings)."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -64,10 +65,23 @@ def _clean_state():
 # machine; CUDA's device threads share the code). Tests of multi-process runs accept this
 # abort only once the process has written all its results, which they then check in full.
 EXIT_ABORT = "terminate called without an active exception"
+# torchrun exits with 1 whenever a rank fails, and lists each failed rank with its exit code
+# ("exitcode  : -6 (pid: ...)  (SIGABRT)"): a rank that failed for real (an example's "the loss
+# did not decrease", exit code 1) is listed beside one that aborted at exit.
+TORCHRUN_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.M)
 
 
 def aborted_at_exit(returncode: int, stderr: str) -> bool:
-    return returncode in (-6, 134, 1) and EXIT_ABORT in stderr
+    """The process (-6, or 134 through a shell) or, under torchrun (1), every rank torchrun
+    reports as failed aborted at exit with EXIT_ABORT and nothing else went wrong."""
+    if EXIT_ABORT not in stderr:
+        return False
+    if returncode in (-6, 134):
+        return True
+    if returncode == 1:
+        codes = TORCHRUN_EXITCODE.findall(stderr)
+        return bool(codes) and all(int(c) == -6 for c in codes)
+    return False
 
 
 def run_python(code: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -4,6 +4,7 @@ whole batch, and the ICI cost model against the ring formulas. Ranks are separat
 one simulated chip each, as torchrun would start them."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -212,6 +213,11 @@ def test_the_examples_train_under_torchrun(example):
     reports = [l for l in proc.stdout.splitlines() if l.startswith("[rank ")]
     assert len(reports) == 2 and all("ICI" in r for r in reports), proc.stdout
     assert "on tpu:0" in reports[0] + reports[1] and "on tpu:1" in reports[0] + reports[1]
+    # (the example exits with 1 when it did not: conftest's aborted_at_exit does not take that
+    # for an abort at exit; checked here from the reports as well)
+    for r in reports:
+        first, last = map(float, re.search(r"loss (\S+) -> (\S+);", r).groups())
+        assert last < first, r
 
 
 @pytest.mark.one_tier("the rendezvous and transport between processes; the collectives on device "
