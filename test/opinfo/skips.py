@@ -63,12 +63,4 @@ TOLERANCE: dict[tuple[str, str, str], tuple[float, float, str]] = {
         "another summation order than the CPU GEMM) now and then round to the neighbouring bf16 "
         "value: measured max |tpu - cpu| 0.0625, and the max error against a float64 reference "
         "is the same for both devices (0.126)"),
-    ("nn.functional.scaled_dot_product_attention", "", "float32"): (
-        5e-5, 1e-4, "the CPU reference runs flash attention (blocked online softmax); tpu runs "
-        "the math decomposition (MXU matmuls, VPU softmax), another order of fp32 sums: "
-        "measured max abs difference 1.5e-5"),
-    ("nn.functional.scaled_dot_product_attention", "", "bfloat16"): (
-        6e-2, 2e-2, "as for float32, and flash attention keeps its running sums in fp32 where "
-        "the math decomposition rounds the scores and probabilities to bf16: up to two bf16 "
-        "ulps of values near 1 (measured 3.1e-2)"),
 }
