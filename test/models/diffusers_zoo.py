@@ -437,14 +437,19 @@ def memory_guard(limit_gib: float = 6.0) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def run_one(class_name: str, modes: list[str]) -> list[dict]:
+def run_one(class_name: str, modes: list[str]):
+    """Yields one record per mode as each mode ends (zoo.CPU_DONE printed once the CPU side has
+    run: a timeout after it is a failure on "tpu", zoo.item_outcome)."""
     import torchtpu
 
     torchtpu.set_fallback_mode("silent")
     result, ref = cpu_reference(class_name)
     if ref is None:
-        return [{**result, "mode": m} for m in modes]
-    return [{**result, "mode": m, **zoo.run_on_tpu(ref, m)} for m in modes]
+        yield from ({**result, "mode": m} for m in modes)
+        return
+    print(zoo.CPU_DONE, flush=True)
+    for m in modes:
+        yield {**result, "mode": m, **zoo.run_on_tpu(ref, m)}
 
 
 def probe(classes: list[str]) -> None:
@@ -500,7 +505,7 @@ if __name__ == "__main__":
         memory_guard()
     if a.one:
         for row in run_one(a.one, a.modes.split(",")):
-            print(json.dumps(row, default=str))  # (an input may be a model's own cache object)
+            print(json.dumps(row, default=str), flush=True)  # (an input may be a model's own cache object)
     elif a.probe:
         probe(a.classes.split(",") if a.classes else model_classes())
     elif a.report:

@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "test"))
+from compare_errors import same_failure  # noqa: E402  when a CPU compile's error excuses tpu's
 from zoo_recipes import apply_config, recipes as _recipes  # noqa: E402  per-type recipes
 from zoo_recipes.limits import LIMITS  # noqa: E402  types no recipe can lift, and why
 
@@ -362,12 +364,85 @@ def _shapes(value):
     return value if isinstance(value, (int, float, str, bool, type(None))) else type(value).__name__
 
 
+LR, WEIGHT_DECAY, EPS = 1e-3, 1e-2, 1e-8  # the AdamW step of the zoos (AdamW's defaults but lr)
+# The gradient below which an element's first AdamW step is not pinned by the gradient: see
+# check_adamw_update.
+GRAD_FLOOR = 1e-5
+# Relative tolerance of an update pinned by its gradient: 2 * EPS / GRAD_FLOOR (see
+# check_adamw_update: the updates of two gradients of the same sign, both at least GRAD_FLOOR,
+# differ by at most EPS / GRAD_FLOOR = 1e-3 of lr; twice that for margin).
+STEP_RTOL = 2 * EPS / GRAD_FLOOR
+
+
 def adamw_step(model) -> list:
     """One AdamW step (lr 1e-3) of the model's parameters; their new values."""
     import torch
 
-    torch.optim.AdamW(model.parameters(), lr=1e-3).step()
+    torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY, eps=EPS).step()
     return [p.detach().clone() for p in model.parameters()]
+
+
+def check_adamw_update(name: str, old, new_tpu, new_cpu, grad_tpu, grad_cpu,
+                       compiled: bool = False) -> int:
+    """Raises AssertionError unless one AdamW step moved a parameter on "tpu" as it moved it on
+    the CPU. `old`: its values before the step (equal on both devices); `new_*`: after it;
+    `grad_*`: the gradients each step used (None: no gradient, the step must leave it alone).
+    `compiled`: the "tpu" backward ran through AOTAutograd, which gives a parameter that the
+    outputs depend on but the loss does not (a pooler beside the hidden state compared) a zero
+    gradient where eager autograd leaves None (PyTorch's own aot_eager on the CPU does the same):
+    its step is then weight decay alone. Returns the number of elements whose update was
+    compared with the CPU's.
+
+    The update itself (new - old) is compared, not the new values: an update is ~lr = 1e-3 and
+    a step that does nothing would pass a comparison of the values at any tolerance above lr.
+    AdamW's first step moves an element by u = -lr * (g / (|g| + eps) + wd * old) (bias
+    corrections cancel: m_hat = g, v_hat = g^2). Where both gradients have one sign and both
+    are at least GRAD_FLOOR, g / (|g| + eps) is that sign within eps / GRAD_FLOOR = 1e-3,
+    whatever the gradients' values: the two updates must agree within STEP_RTOL of the CPU's,
+    plus one float32 rounding of each device's new value (an ulp of the parameter each: the
+    update is the difference of two float32 values near `old`; with lr = 1e-3 an ulp of a
+    parameter of magnitude 1 is 1.2e-4 of the update, and far more of the weight decay's part,
+    -1e-5 * old, where the gradient is exactly zero). Where the gradients are smaller, or of
+    opposite signs (a true gradient of ~0 whose float32 rounding noise has either sign: within
+    the gradient comparison's atol 1e-4), the update's sign is the noise's, and only Adam's
+    bound is checked: |u| <= lr * (1 + wd * |old|). A step that does nothing fails wherever
+    a gradient is pinned; a parameter without any pinned element counts none."""
+    import torch
+
+    old, new_tpu, new_cpu = (t.detach().cpu().double() for t in (old, new_tpu, new_cpu))
+    u_tpu, u_cpu = new_tpu - old, new_cpu - old
+    ulp = torch.finfo(torch.float32).eps * old.abs()  # (an ulp of |old| is at most this)
+    if compiled and grad_cpu is None and grad_tpu is not None and not grad_tpu.detach().cpu().any():
+        grad_cpu = torch.zeros_like(grad_tpu, device="cpu")
+        new_cpu = (old * (1 - LR * WEIGHT_DECAY)).float().double()  # weight decay alone
+        u_cpu = new_cpu - old
+    if grad_cpu is None or grad_tpu is None:
+        if grad_cpu is not None or grad_tpu is not None:
+            raise AssertionError(f"step of {name}: a gradient on one device only "
+                                 f"(tpu {grad_tpu is not None}, cpu {grad_cpu is not None})")
+        if not torch.equal(u_tpu, torch.zeros_like(u_tpu)) or not torch.equal(u_cpu, u_tpu):
+            raise AssertionError(f"step of {name}: no gradient, yet it moved")
+        return 0
+    g_tpu, g_cpu = grad_tpu.detach().cpu().double(), grad_cpu.detach().cpu().double()
+    pinned = (g_tpu.abs().minimum(g_cpu.abs()) >= GRAD_FLOOR) & (g_tpu.sign() == g_cpu.sign())
+    pinned |= (g_tpu == 0) & (g_cpu == 0)  # weight decay alone, the same on both
+    allowed = STEP_RTOL * u_cpu.abs() + 2 * ulp
+    bad = pinned & ((u_tpu - u_cpu).abs() > allowed)
+    if bad.any():
+        i = int(bad.flatten().nonzero()[0])
+        raise AssertionError(
+            f"step of {name}: {int(bad.sum())} of {int(pinned.sum())} updates pinned by their "
+            f"gradient differ from the CPU's beyond rtol {STEP_RTOL:g}; first at flat index {i}: "
+            f"tpu {u_tpu.flatten()[i].item():.6g}, cpu {u_cpu.flatten()[i].item():.6g} "
+            f"(gradients tpu {g_tpu.flatten()[i].item():.3g}, cpu {g_cpu.flatten()[i].item():.3g})")
+    bound = LR * (1 + WEIGHT_DECAY * old.abs()) * (1 + STEP_RTOL) + 2 * ulp
+    over = ~pinned & (u_tpu.abs() > bound)
+    if over.any():
+        i = int(over.flatten().nonzero()[0])
+        raise AssertionError(f"step of {name}: {int(over.sum())} updates beyond Adam's first-step "
+                             f"bound lr * (1 + wd |p|); first at flat index {i}: "
+                             f"{u_tpu.flatten()[i].item():.6g}")
+    return int(pinned.sum())
 
 
 def cpu_side_failure(result: dict, stage: str, e: Exception) -> dict:
@@ -547,12 +622,19 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
                 raise AssertionError(f"generated tokens differ: {g_tpu.cpu().tolist()} vs "
                                      f"{ref['generated'].tolist()}")
         stage = "optimizer"
-        opt = torch.optim.AdamW(dev_model.parameters(), lr=1e-3, capturable=compiled)
+        named = list(dev_model.named_parameters())
+        before = [p.detach().cpu() for _, p in named]
+        opt = torch.optim.AdamW(dev_model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY, eps=EPS,
+                                capturable=compiled)
         (torch.compile(opt.step, backend="tpu") if compiled else opt.step)()
-        # Adam's first step moves a parameter by about lr * sign(grad): where the true gradient
-        # is ~0, rounding noise of either sign can differ by up to 2 * lr.
-        for p_cpu, p_tpu in zip(ref["stepped"], dev_model.parameters()):
-            torch.testing.assert_close(p_tpu.detach().cpu(), p_cpu, atol=2e-3, rtol=0)
+        # The update of every parameter against the CPU's (check_adamw_update: a step that does
+        # nothing fails), and at least one element somewhere pinned by its gradient.
+        pinned = sum(check_adamw_update(name, old, p_tpu, p_cpu, p_tpu.grad, ref["grads"].get(name),
+                                        compiled)
+                     for (name, p_tpu), old, p_cpu in zip(named, before, ref["stepped"]))
+        if pinned == 0:
+            raise AssertionError("optimizer step: no gradient element is large enough to pin its "
+                                 "update: the step was not compared")
         torchtpu.sync()
         row = {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
         if checked:
@@ -570,24 +652,37 @@ def run_on_tpu(ref: dict, mode: str) -> dict:
             torchtpu.sync()
         except Exception:  # noqa: BLE001 - a deferred error of the same failure
             pass
+        unlike = None
         if compiled and stage in ("forward", "backward"):
             tpu_out = a.detach().cpu() if stage == "forward" and a is not None else None
-            cpu_error = compiled_on_cpu_fails(ref, tpu_out)
-            if cpu_error is not None:
+            cpu_failure = compiled_on_cpu_fails(ref, tpu_out)
+            if isinstance(cpu_failure, str):
                 return {"status": "harness", "stage": stage,
                         "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
-                                  f"the same: {cpu_error}"}
-        return {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
-                "fallbacks": torchtpu.metrics.fallbacks()}
+                                  f"the same: {cpu_failure}"}
+            if cpu_failure is not None:
+                # A CPU compile that fails excuses this failure only if it is the same one
+                # (test/compare_errors.py: same exception type, same message).
+                unlike = same_failure(e, cpu_failure)
+                if unlike is None:
+                    return {"status": "harness", "stage": stage,
+                            "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
+                                      f"the same: {type(cpu_failure).__name__}: {str(cpu_failure)[:200]}"}
+        row = {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
+               "fallbacks": torchtpu.metrics.fallbacks()}
+        if unlike is not None:
+            row["cpu_compile_fails_otherwise"] = unlike
+        return row
 
 
-def compiled_on_cpu_fails(ref: dict, tpu_out=None) -> str | None:
-    """The error of the same forward and backward compiled on the CPU by PyTorch's own backend
-    "aot_eager" (Dynamo and AOTAutograd, then eager kernels), or None when it runs: a compiled
-    "tpu" failure that this reproduces is PyTorch's, not torchtpu's. With `tpu_out` (a compiled
-    "tpu" forward that differs from eager): also when the CPU's compiled forward differs from
-    eager as well and the "tpu" one equals it (the model computes another thing when compiled,
-    as transformers' code does under torch.compiler.is_compiling())."""
+def compiled_on_cpu_fails(ref: dict, tpu_out=None):
+    """How the same forward and backward compiled on the CPU by PyTorch's own backend
+    "aot_eager" (Dynamo and AOTAutograd, then eager kernels) fails, or None when it runs: its
+    exception (a compiled "tpu" failure that raises the same one is PyTorch's, not torchtpu's:
+    run_on_tpu compares them). With `tpu_out` (a compiled "tpu" forward that differs from
+    eager): a sentence, when the CPU's compiled forward differs from eager as well and the "tpu"
+    one equals it (the model computes another thing when compiled, as transformers' code does
+    under torch.compiler.is_compiling())."""
     import torch
 
     try:
@@ -605,14 +700,19 @@ def compiled_on_cpu_fails(ref: dict, tpu_out=None) -> str | None:
                         f"the compiled tpu forward equals it (max |diff| {vs_tpu:.3g})")
         return None
     except Exception as e:  # noqa: BLE001
-        return f"{type(e).__name__}: {str(e)[:200]}"
+        return e
     finally:
         torch._dynamo.reset()
 
 
-def run_one(model_type: str, causal: bool, modes: list[str]) -> list[dict]:
+# Printed by a sweep item's subprocess once its CPU reference is built and run: a timeout or a
+# death after it is the "tpu" side's (run_sweep).
+CPU_DONE = "# cpu reference done"
+
+
+def run_one(model_type: str, causal: bool, modes: list[str]):
     """In a subprocess: build one model type, run it on the CPU once, then on "tpu" in each
-    eager mode; one record per mode."""
+    eager mode; yields one record per mode as each mode ends (CPU_DONE printed between)."""
     import torchtpu
 
     torchtpu.set_fallback_mode("silent")
@@ -628,14 +728,14 @@ def run_one(model_type: str, causal: bool, modes: list[str]) -> list[dict]:
             result = again
     cpu_seconds = round(time.perf_counter() - start, 2)
     if ref is None:
-        return [{**result, "mode": m} for m in modes]
-    rows = []
+        yield from ({**result, "mode": m} for m in modes)
+        return
+    print(CPU_DONE, flush=True)
     for m in modes:
         start = time.perf_counter()
         row = {**result, "mode": m, **run_on_tpu(ref, m)}
         # (the CPU reference's time and each mode's: what the sweep's wall time is made of)
-        rows.append({**row, "cpu_seconds": cpu_seconds, "tpu_seconds": round(time.perf_counter() - start, 2)})
-    return rows
+        yield {**row, "cpu_seconds": cpu_seconds, "tpu_seconds": round(time.perf_counter() - start, 2)}
 
 
 def model_types() -> list[tuple[str, bool]]:
@@ -659,8 +759,8 @@ def run_sweep(items: list[tuple[str, list[str], dict]], args) -> None:
     """The items of this shard (args.shard "i/n"), each by its command (`--modes` added) in a
     subprocess with a timeout; one JSON record per mode appended to args.out and one progress
     line per item ("[k/N] name: mode status, ..." as tools/sweep_progress.py reads it). Also the
-    diffusers zoo's loop. A subprocess that ended without records is a backend bug, unless the
-    memory guard ended it (an input recipe that explodes: a harness limit)."""
+    diffusers zoo's loop. The subprocess prints each mode's record when that mode ends; a mode
+    without a record is classified by item_outcome."""
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("")
@@ -671,20 +771,12 @@ def run_sweep(items: list[tuple[str, list[str], dict]], args) -> None:
     for i, (name, cmd, extra) in enumerate(items):
         start = time.time()
 
-        def each_mode(status, reason):
-            return [{"model_type": name, **extra, "mode": m, "status": status, "reason": reason} for m in modes]
-
         try:
             proc = subprocess.run(cmd + ["--modes", args.modes], capture_output=True, text=True,
                                   timeout=args.timeout)
-            rows = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
-            if not rows and "memory guard:" in proc.stderr:
-                guard = proc.stderr[proc.stderr.index("memory guard:"):].splitlines()[0]
-                rows = each_mode("harness", f"{guard} (input recipe)")
-            elif not rows:
-                rows = each_mode("backend bug", f"subprocess died ({proc.returncode}): {proc.stderr[-300:]}")
-        except subprocess.TimeoutExpired:
-            rows = each_mode("harness", f"timeout after {args.timeout} s")
+            rows = item_outcome(name, extra, modes, proc.stdout, proc.stderr, proc.returncode, None)
+        except subprocess.TimeoutExpired as e:
+            rows = item_outcome(name, extra, modes, e.stdout, e.stderr, None, args.timeout)
         for row in rows:
             row["seconds"] = round(time.time() - start, 1)
             counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -693,6 +785,41 @@ def run_sweep(items: list[tuple[str, list[str], dict]], args) -> None:
         summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
         print(f"[{i + 1}/{len(items)}] {name}: {summary} {rows[-1].get('reason', '')[:100]}", flush=True)
     print(counts)
+
+
+def item_outcome(name: str, extra: dict, modes: list[str], stdout, stderr, returncode,
+                 timeout: int | None) -> list[dict]:
+    """The records of one sweep item from its subprocess's output: those it printed, and one for
+    every mode it did not finish. Before CPU_DONE, the CPU side was still building or running the
+    model: a timeout or the memory guard (an input recipe that explodes) is a harness limit, any
+    other death a backend bug (torchtpu is imported). After it, every mode left without a record
+    failed on "tpu": a timeout there is a backend bug like any other failure."""
+    def text(x):
+        return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+
+    stdout, stderr = text(stdout), text(stderr)
+    rows = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    cpu_done = CPU_DONE in stdout.splitlines()
+    missing = [m for m in modes if m not in {r.get("mode") for r in rows}]
+    if not missing:
+        return rows
+    guard = next((l[l.index("memory guard:"):] for l in stderr.splitlines() if "memory guard:" in l), None)
+    if timeout is not None:
+        why = f"timeout after {timeout} s"
+    elif guard:
+        why = guard
+    else:
+        why = f"subprocess died ({returncode}): {stderr[-300:]}"
+    if not cpu_done and (timeout is not None or guard):
+        status, reason = "harness", f"{why} (CPU side)" if timeout is not None else f"{why} (input recipe)"
+    elif not cpu_done:
+        status, reason = "backend bug", why
+    else:
+        status, reason = "backend bug", f"{why} on tpu, in mode {missing[0]}"
+        if timeout is not None:
+            reason += f" (the CPU reference took {rows[0]['cpu_seconds']} s)" if rows and "cpu_seconds" in rows[0] else ""
+    return rows + [{"model_type": name, **extra, "mode": m, "status": status, "reason": reason,
+                    **({"stage": "timeout"} if timeout is not None and cpu_done else {})} for m in missing]
 
 
 def report(paths: list[str], target: Path | None = None) -> None:
@@ -817,7 +944,7 @@ if __name__ == "__main__":
     a = p.parse_args()
     if a.one:
         for row in run_one(a.one, a.causal, a.modes.split(",")):
-            print(json.dumps(row))
+            print(json.dumps(row), flush=True)
     elif a.report:
         report(a.report, Path(a.report_to) if a.report_to else None)
     else:

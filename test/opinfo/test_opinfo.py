@@ -12,6 +12,7 @@ runs one shard (scripts/test.sh), `make sweep`-style full runs all of them
 """
 import json
 import os
+import sys
 
 import torch
 import torchtpu
@@ -20,6 +21,9 @@ from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 from skips import REFERENCE_IN_FLOAT32, SKIP, TOLERANCE, XFAIL
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from compare_errors import same_failure  # noqa: E402
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64, torch.bool)
 
@@ -82,10 +86,17 @@ class TestTpuOpInfo(TestCase):
                         expected = cpu_op(sample)
                 except Exception as cpu_error:  # noqa: BLE001
                     # The CPU refuses this sample (say, a dtype its kernel lacks): "tpu" must
-                    # refuse it with the same kind of error, not return something.
-                    with self.assertRaises(type(cpu_error)):
+                    # refuse it with the same kind of error, not return something. Compiled, the
+                    # CPU's error is PyTorch's compile's as often as the kernel's, so "tpu" must
+                    # raise the same failure: the same type and message (compare_errors.py).
+                    with self.assertRaises(type(cpu_error)) as raised:
                         tpu_op(tpu_sample)
                         torchtpu.sync()
+                    if COMPILED:
+                        unlike = same_failure(raised.exception, cpu_error)
+                        if unlike is not None:
+                            raise AssertionError(f"sample {i}: compiled, the CPU and tpu fail "
+                                                 f"differently: {unlike}") from raised.exception
                     compared += 1
                     continue
                 torch.manual_seed(i)
