@@ -30,6 +30,7 @@
 #include <c10/util/strides.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -46,6 +47,7 @@
 #include <ATen/ops/dot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/vdot.h>
 #include <torch/library.h>
 
@@ -557,13 +559,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
 // ---------------------------------------------------------------------------------------------
 // Fused attention (docs/simulated-chip.md, "Fused attention"). scaled_dot_product_attention on
 // tpu picks PyTorch's "overrideable" backend (_fused_sdp_choice) when it can: 4-D inputs (key
-// and value heads dividing the query heads: grouped-query attention), no dropout, a mask that needs no gradient, float32 / bfloat16 / float16. The
-// forward is one launch that never writes the L x S score matrix to HBM: flash-style, each
-// block of query rows runs QK^T, an online softmax and PV in VMEM, so HBM moves Q, K, V, the
-// mask, the output and the row log-sum-exp; the backward recomputes the scores from those (five
-// products). The host computes it with PyTorch's CPU flash-attention kernels; Q, K and V (and
-// the output gradient) enter them as the MXU's passes take them at the current precision
-// (default: rounded to bf16), the probabilities in float32.
+// and value heads dividing the query heads: grouped-query attention), no dropout, float32 /
+// bfloat16 / float16. The forward is one launch that never writes the L x S score matrix to HBM:
+// flash-style, each block of query rows runs QK^T, an online softmax and PV in VMEM, so HBM moves
+// Q, K, V, the mask, the output and the row log-sum-exp; the backward recomputes the scores from
+// those (five products). The host computes it with PyTorch's CPU flash-attention kernels; Q, K
+// and V (and the output gradient) enter them as the MXU's passes take them at the current
+// precision (default: rounded to bf16), the probabilities in float32. A float mask (an attention
+// bias) that requires its gradient takes the same kernels: the backward also writes the bias's
+// gradient, the scores' gradient summed over the dimensions the bias broadcasts over
+// (attention_bias_grad), as CUDA's memory-efficient attention kernel gives it.
 
 // K and V of one (batch, head) are read from HBM once when they fit half of VMEM; otherwise
 // once per block of 512 query rows.
@@ -573,8 +578,9 @@ double attention_kv_reads(int64_t L, int64_t S, int64_t E, int64_t Ev, int64_t b
   return double((L + 511) / 512);
 }
 
+// `bias_grad`: the backward also writes the gradient of the mask (an attention bias).
 sim::Estimate attention_estimate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 const at::Tensor& mask, bool backward) {
+                                 const at::Tensor& mask, bool backward, bool bias_grad = false) {
   const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
   const int64_t batch = L * E > 0 ? q.numel() / (L * E) : 0;
   const int bytes = static_cast<int>(q.element_size());
@@ -597,8 +603,9 @@ sim::Estimate attention_estimate(const at::Tensor& q, const at::Tensor& k, const
   } else {
     // Read Q, K, V, O, dO, the mask and the log-sum-exp; write dQ, dK, dV. Products: S = QK^T
     // again, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+    // With the bias's gradient, dS (formed on the VPU for dQ and dK) is also written out.
     const double hbm = 2 * (padded(q) + padded(k) + padded(v)) + 2 * out + padded(mask) + lse +
-                       (kv - padded(k) - padded(v));
+                       (kv - padded(k) - padded(v)) + (bias_grad ? padded(mask) : 0.0);
     e = model.combine(sim::matmul_estimate(batch, L, E, S, dtype, hbm),
                       sim::matmul_estimate(batch, S, L, Ev, dtype, 0));
     e = model.combine(e, sim::matmul_estimate(batch, L, Ev, S, dtype, 0));
@@ -629,8 +636,7 @@ bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Te
          k.size(1) == v.size(1) &&
          q.size(0) == k.size(0) && k.size(0) == v.size(0) && q.size(-1) == k.size(-1) &&
          k.size(-2) == v.size(-2) && dropout_p == 0.0 && !q.is_nested() &&
-         !(mask.has_value() && mask->defined() &&
-           (mask->requires_grad() || mask->dim() > 4));
+         !(mask.has_value() && mask->defined() && mask->dim() > 4);
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -732,6 +738,38 @@ at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
   return true;
 }
 
+// The gradient of an attention bias: the scores' gradient dS = P * (dP - D), with
+// P = exp(scale * Q K^T + bias - lse) (the forward's row log-sum-exp), dP = dO V^T and
+// D = rowsum(dO * O) as the flash backward forms them, summed over the dimensions along which the
+// bias broadcasts against the (batch, heads, query, key) scores, in the bias's dtype. Q, K, V and
+// dO enter the products as the MXU's passes take them (mxu_operand), in float32. The host forms
+// the L x S matrices here; the chip would write dS out of VMEM as it forms it for dQ and dK (the
+// cost model charges that write).
+at::Tensor attention_bias_grad(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+                               const at::Tensor& v, const at::Tensor& bias, const at::Tensor& out,
+                               const at::Tensor& logsumexp, bool is_causal, double scale,
+                               sim::Precision precision) {
+  const int64_t group = q.size(1) / k.size(1);
+  auto operand = [&](const at::Tensor& x) { return mxu_operand(x, precision).to(at::kFloat); };
+  const at::Tensor hq = operand(host_alias(q));
+  const at::Tensor hk = operand(heads_repeated(host_alias(k), group));
+  const at::Tensor hv = operand(heads_repeated(host_alias(v), group));
+  const at::Tensor hgo = operand(host_alias(grad_out));
+  const at::Tensor h_bias = host_attention_mask(bias);
+  at::Tensor scores = at::matmul(hq, hk.transpose(-2, -1)).mul_(scale).add_(h_bias.to(at::kFloat));
+  if (is_causal) {  // (the top-left triangle, as the flash kernels take it)
+    const int64_t L = scores.size(-2), S = scores.size(-1);
+    scores.masked_fill_(at::ones({L, S}, scores.options().dtype(at::kBool)).tril().logical_not(),
+                        -std::numeric_limits<float>::infinity());
+  }
+  const at::Tensor lse = host_alias(logsumexp).unsqueeze(-1);
+  // (a row whose every key is masked has no probability anywhere, hence no gradient)
+  const at::Tensor p = scores.sub_(lse).exp_().masked_fill_(lse.isneginf(), 0);
+  const at::Tensor d = hgo.mul(host_alias(out).to(at::kFloat)).sum(-1, /*keepdim=*/true);
+  const at::Tensor ds = at::matmul(hgo, hv.transpose(-2, -1)).sub_(d).mul_(p);
+  return at::sum_to(ds, h_bias.sizes()).reshape(bias.sizes()).to(bias.scalar_type());
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
            at::Tensor, at::Tensor>
 fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -740,8 +778,8 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   TORCH_CHECK(fused_attention_fits(q, k, v, attn_bias, dropout_p),
               "_scaled_dot_product_fused_attention_overrideable on tpu takes 4-D float32, "
               "bfloat16 or float16 query, key and value (key/value heads dividing the query "
-              "heads), no dropout and a "
-              "mask without gradient; scaled_dot_product_attention picks the math path otherwise");
+              "heads), no dropout and a mask of at most 4 dimensions; "
+              "scaled_dot_product_attention picks the math path otherwise");
   TORCH_CHECK(!return_debug_mask, "tpu's fused attention keeps no attention weights "
               "(return_debug_mask=True): use the math path");
   const at::Tensor mask = attn_bias.has_value() ? *attn_bias : at::Tensor();
@@ -796,9 +834,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
     const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
   TORCH_CHECK(dropout_p == 0.0, "tpu's fused attention has no dropout");
-  TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined()),
-              "tpu's fused attention gives no gradient for the mask (scaled_dot_product_attention "
-              "picks the math path for a mask that requires grad)");
+  TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined() && attn_bias.scalar_type() == at::kBool),
+              "_scaled_dot_product_fused_attention_overrideable_backward: a boolean mask has no "
+              "gradient");
   check_same_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
                     {&grad_out, &q, &k, &v, &out, &logsumexp});
   wait_for_device(q.device());
@@ -811,8 +849,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   const int64_t group = q.size(1) / k.size(1);
   const int64_t head = std::max(q.size(-1), v.size(-1));  // (see head_padded)
   // The gradients asked for, laid out as empty_like lays them out (as PyTorch's meta kernel
-  // does, which fused eager and torch.compile plan with). The mask's is never asked for (a mask
-  // that needs a gradient takes the math path) and never written, but shaped so as well.
+  // does, which fused eager and torch.compile plan with). The mask's is shaped so even when it
+  // is not asked for (the meta kernel's result), and written only when it is.
   auto grad_like = [](bool wanted, const at::Tensor& t) {
     return wanted && t.defined() ? at::empty_like(t) : at::Tensor();
   };
@@ -851,8 +889,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     if (dk.defined()) host_alias(dk).copy_(heads_summed(gk.narrow(-1, 0, k.size(-1)), group));
     if (dv.defined()) host_alias(dv).copy_(heads_summed(gv.narrow(-1, 0, v.size(-1)), group));
   }
+  const bool bias_grad = grad_input_mask[3] && attn_bias.defined();
+  if (bias_grad) {
+    host_alias(dmask).copy_(attention_bias_grad(grad_out, q, k, v, attn_bias, out, logsumexp,
+                                                is_causal, attention_scale(q, scale), precision));
+  }
   sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
-              attention_estimate(q, k, v, attn_bias, true));
+              attention_estimate(q, k, v, attn_bias, true, bias_grad));
   return {dq, dk, dv, dmask};
 }
 
@@ -931,8 +974,9 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
                               false);
   }
   if (base == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
-    return attention_estimate(arg(1), arg(2), arg(3), args[4].isTensor() ? arg(4) : at::Tensor(),
-                              true);
+    const at::Tensor bias = args[4].isTensor() ? arg(4) : at::Tensor();
+    const bool bias_grad = bias.defined() && args[5].to<std::vector<bool>>().at(3);
+    return attention_estimate(arg(1), arg(2), arg(3), bias, true, bias_grad);
   }
   if (base == "aten::convolution_backward_overrideable") {
     const auto mask = args[9].to<std::vector<bool>>();

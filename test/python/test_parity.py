@@ -339,8 +339,6 @@ def test_attention_takes_the_math_path_where_the_fused_kernel_does_not_apply(mod
     gen = torch.Generator().manual_seed(1)
     q, k, v, mask = _attention_case(torch.float32, False, True, gen)
     cases = {
-        # a float mask that needs its gradient
-        "mask_grad": dict(attn_mask=torch.randn(40, 24, generator=gen).requires_grad_()),
         # 3-D inputs (no heads dimension)
         "three_d": dict(three_d=True),
         # the user asked for the math path
@@ -348,26 +346,101 @@ def test_attention_takes_the_math_path_where_the_fused_kernel_does_not_apply(mod
     }
     for name, case in cases.items():
         qq, kk, vv = (t[0] for t in (q, k, v)) if case.get("three_d") else (q, k, v)
-        extra = {}
-        m = case.get("attn_mask")
-        cpu_in = [t.clone().requires_grad_() for t in (qq, kk, vv)] + ([m] if m is not None else [])
-        want = F.scaled_dot_product_attention(*cpu_in[:3], attn_mask=m, **extra)
+        cpu_in = [t.clone().requires_grad_() for t in (qq, kk, vv)]
+        want = F.scaled_dot_product_attention(*cpu_in)
         want.sum().backward()
-        tpu_m = m.detach().to("tpu").requires_grad_() if m is not None else None
         tpu_in = [t.to("tpu").requires_grad_() for t in (qq, kk, vv)]
         torchtpu.metrics.reset()
         import contextlib
         backends = case.get("backends")
         with sdpa_kernel(backends) if backends else contextlib.nullcontext():
-            got = F.scaled_dot_product_attention(*tpu_in, attn_mask=tpu_m, **extra)
+            got = F.scaled_dot_product_attention(*tpu_in)
         got.sum().backward()
         _same(got.detach(), want.detach(), atol=1e-5, rtol=1e-5)
         ops = torchtpu.metrics.native_ops()
         assert "aten::_scaled_dot_product_fused_attention_overrideable" not in ops, (name, ops)
         for a, b in zip(tpu_in, cpu_in):
             _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
-        if m is not None:
-            _same(tpu_m.grad, m.grad, atol=1e-4, rtol=1e-4)
+
+
+def _attention_with_bias_on_the_cpu(q, k, v, bias, grad, causal=False):
+    """softmax(Q K^T / sqrt(E) + bias) V and the gradients of Q, K, V and the bias, by autograd in
+    float32 on the CPU from the same values (the reference for the fused kernel and its backward;
+    key/value heads repeated for grouped-query attention)."""
+    leaves = [t.detach().float().requires_grad_() for t in (q, k, v, bias)]
+    qf, kf, vf, bf = leaves
+    group = qf.shape[1] // kf.shape[1]
+    kf_, vf_ = kf.repeat_interleave(group, 1), vf.repeat_interleave(group, 1)
+    s = qf @ kf_.transpose(-2, -1) * qf.shape[-1] ** -0.5 + bf
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), float("-inf"))
+    out = s.softmax(-1) @ vf_
+    out.backward(grad.float())
+    return out.detach(), [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_the_fused_attention_ops_give_the_gradient_of_a_bias_that_requires_it(mode):
+    """_scaled_dot_product_fused_attention_overrideable refused an attention bias that requires
+    grad, and its backward the bias's gradient its schema offers (grad_input_mask all true), as
+    PyTorch's PrivateUse1 reference backend calls them: float16, a (batch, heads, L, S) bias. The
+    output and the four gradients now equal the CPU's float32 math from the same values."""
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(0)
+    B, H, L, E = 2, 2, 64, 32
+    q, k, v, grad = (torch.rand(B, H, L, E, generator=gen).half() for _ in range(4))
+    bias = torch.rand(B, H, L, L, generator=gen).half()
+    tq, tk, tv = (t.to("tpu") for t in (q, k, v))
+    tbias = bias.to("tpu").requires_grad_()
+    out, lse, cum_q, cum_k, max_q, max_k, seed, offset, _ = (
+        torch.ops.aten._scaled_dot_product_fused_attention_overrideable(tq, tk, tv, attn_bias=tbias))
+    grads = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward(
+        grad.to("tpu"), tq, tk, tv, tbias, [True, True, True, True], out, lse, cum_q, cum_k,
+        max_q, max_k, dropout_p=0.0, is_causal=False, philox_seed=seed, philox_offset=offset)
+    want_out, want_grads = _attention_with_bias_on_the_cpu(q, k, v, bias, grad)
+    assert out.dtype == torch.float16
+    _same(out.float(), want_out, atol=1e-3, rtol=1e-3)
+    for name, got, want in zip(("query", "key", "value", "bias"), grads, want_grads):
+        assert got.dtype == torch.float16 and got.shape == want.shape, name
+        _same(got.float(), want, atol=1e-3, rtol=1e-2, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_attention_with_a_bias_that_requires_grad_runs_the_fused_kernel_and_trains_like_the_cpu(mode):
+    """scaled_dot_product_attention took the math path (bmm, softmax, bmm: the score matrix in
+    HBM) for a float mask that requires grad (a learned position bias), where CUDA takes its
+    memory-efficient kernel; tpu's fused kernel now gives the bias's gradient, summed over the
+    dimensions the bias broadcasts over (2-D, 3-D, a head dimension of one), causal and with
+    grouped-query heads. float32 at "highest": the CPU's math path's values and gradients."""
+    import torch.nn.functional as F
+
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(1)
+    B, H, L, S, E = 2, 4, 24, 40, 16
+    with torch.tpu.precision("highest"):
+        for bias_shape, causal, kv_heads in (((L, S), False, H), ((B, 1, L, S), False, H),
+                                             ((H, L, S), True, H), ((B, H, L, S), False, 2)):
+            S_ = L if causal else S
+            bias_shape = bias_shape[:-1] + (S_,)
+            q = torch.randn(B, H, L, E, generator=gen)
+            k, v = (torch.randn(B, kv_heads, S_, E, generator=gen) for _ in range(2))
+            bias = torch.randn(bias_shape, generator=gen)
+            grad = torch.randn(B, H, L, E, generator=gen)
+            gqa = {"enable_gqa": True} if kv_heads != H else {}
+            want_out, want_grads = _attention_with_bias_on_the_cpu(q, k, v, bias, grad, causal)
+            leaves = [t.to("tpu").requires_grad_() for t in (q, k, v, bias)]
+            torchtpu.metrics.reset()
+            out = F.scaled_dot_product_attention(*leaves[:3], attn_mask=leaves[3], is_causal=causal,
+                                                 **gqa)
+            out.backward(grad.to("tpu"))
+            what = f"bias {tuple(bias_shape)} causal={causal} kv_heads={kv_heads}"
+            _same(out.detach(), want_out, atol=1e-5, rtol=1e-5, msg=lambda m: f"{what}: {m}")
+            for name, t, want in zip(("query", "key", "value", "bias"), leaves, want_grads):
+                _same(t.grad, want, atol=1e-4, rtol=1e-4, msg=lambda m: f"{what}, {name}: {m}")
+            ops = torchtpu.metrics.native_ops()
+            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1, (what, ops)
+            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
+            assert "aten::bmm" not in ops and "aten::_softmax" not in ops, (what, ops)
 
 
 def test_fused_attention_keeps_the_score_matrix_out_of_hbm():
