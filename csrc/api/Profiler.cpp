@@ -13,20 +13,33 @@
 //    with a flow arrow to the kernel.
 // Kernels are linked to their CPU op, so key_averages() fills its device-time columns; the sum of
 // device time equals torchtpu.metrics.estimate() for the same launches.
+//
+// Also PyTorch's PrivateUse1 profiler stubs (TpuProfilerStubs below): the device events the
+// autograd profiler's fallback mode records around every op (use_device="tpu").
 #include "runtime/ChipSpec.h"
+#include "runtime/Device.h"
+#include "runtime/HostWait.h"
+#include "runtime/Stream.h"
 #include "sim/Ledger.h"
 
 #include <GenericTraceActivity.h>
 #include <IActivityProfiler.h>
 #include <libkineto.h>
 #include <output_base.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/ApproximateClock.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -167,6 +180,97 @@ class TpuActivityProfiler final : public libkineto::IActivityProfiler {
 };
 
 REGISTER_PRIVATEUSE1_PROFILER(TpuActivityProfiler);
+
+// ---------------------------------------------------------------------------------------------
+// The device time of each op in the autograd profiler's fallback mode (docs/insight.md, "Device
+// time per op with use_device"): torch.autograd.profiler.profile(use_device="tpu") (with its
+// default use_kineto=False) records a device event through PyTorch's PrivateUse1 profiler stubs
+// when every op starts and ends, and reports the time between the two as the op's device time
+// (privateuse1_elapsed_us, FunctionEvent.device_time). Without stubs each op logged
+// "PrivateUse1 used in profiler but not enabled" and the device times were garbage.
+//
+// An event here is a mark on the current stream of the current device, timed when the stream
+// reaches it, as a torch.tpu.Event is (runtime/Stream.cpp): the time between two marks is that
+// of the device work queued between them, as this machine ran it (measured, not the cost
+// model's estimate: that is the TPU activity's timeline above). A mark on an idle stream is
+// reached at once and costs no queue item. Unlike an event's record, a mark does not flush fused
+// eager's recorded ops (profiling would change what fuses): their work is timed in the op that
+// runs them.
+struct ProfilerMark {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::chrono::steady_clock::time_point when;
+
+  void complete() {
+    std::lock_guard<std::mutex> lock(mutex);
+    when = std::chrono::steady_clock::now();
+    done = true;
+    cv.notify_all();
+  }
+  std::chrono::steady_clock::time_point reached() {
+    std::unique_lock<std::mutex> lock(mutex);
+    runtime::wait_interruptibly(lock, cv, [&] { return done; });
+    return when;
+  }
+};
+
+class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
+ public:
+  void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
+              int64_t* cpu_ns) const override {
+    const c10::DeviceIndex d = runtime::current_device();
+    if (device != nullptr) *device = d;
+    if (cpu_ns != nullptr) *cpu_ns = c10::getTime();
+    if (runtime::device_count() == 0) {  // (no device: no device time)
+      event->reset();
+      return;
+    }
+    auto mark = std::make_shared<ProfilerMark>();
+    runtime::StreamQueue& queue = runtime::queue_of(runtime::current_stream(d));
+    if (queue.query()) {
+      mark->complete();
+    } else {
+      queue.enqueue([] {}, "profiler mark", [mark] { mark->complete(); });
+    }
+    *event = std::move(mark);
+  }
+
+  // Microseconds from `start` to `end` (waiting until the streams reach them). Marks on one
+  // stream are reached in order; an op that changed the current stream between its two marks
+  // (its end reached first, on an idle stream) counts none, not a negative time.
+  float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* start,
+                const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
+    if (start == nullptr || end == nullptr || !*start || !*end) return 0;
+    const auto a = static_cast<ProfilerMark*>(start->get())->reached();
+    const auto b = static_cast<ProfilerMark*>(end->get())->reached();
+    return b > a ? std::chrono::duration<float, std::micro>(b - a).count() : 0.0f;
+  }
+
+  // (No annotation ranges: the TPU activity's timeline names the ops.)
+  void mark(const char*) const override {}
+  void rangePush(const char*) const override {}
+  void rangePop() const override {}
+
+  void onEachDevice(std::function<void(int)> op) const override {
+    if (runtime::device_count() == 0) return;
+    c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, runtime::current_device()));
+    for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) {
+      guard.set_index(i);
+      op(i);
+    }
+  }
+  void synchronize() const override {
+    if (runtime::device_count() > 0) runtime::synchronize_device(runtime::current_device());
+  }
+  bool enabled() const override { return true; }
+};
+
+const bool stubs_registered = [] {
+  static TpuProfilerStubs stubs;
+  torch::profiler::impl::registerPrivateUse1Methods(&stubs);
+  return true;
+}();
 
 }  // namespace
 }  // namespace torchtpu::api

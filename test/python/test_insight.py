@@ -202,6 +202,62 @@ def test_the_profiler_records_no_device_events_unless_asked():
     assert torchtpu.metrics.estimate()["launches"] > 0  # still charged
 
 
+# The autograd profiler with use_device="tpu" (its default use_kineto=False: PyTorch's fallback
+# mode) records a device event through PyTorch's PrivateUse1 profiler stubs as every op starts and
+# ends, and reports the time between them as the op's device time.
+DEVICE_TIME_PER_OP = """
+import json, torch, torchtpu
+from torch.autograd.profiler import profile, record_function
+side = torch.tpu.Stream()
+x, y = torch.randn(256, 256, device="tpu"), torch.randn(256, 256, device="tpu")
+(x @ y).cpu()  # (warm-up)
+start, end = torch.tpu.Event(enable_timing=True), torch.tpu.Event(enable_timing=True)
+with profile(use_device="tpu", record_shapes=True) as prof:
+    with torch.tpu.stream(side):
+        start.record()
+        with record_function("products"):
+            z = x
+            for _ in range(10):
+                z = z @ y
+        end.record()
+    side.synchronize()
+    model = torch.nn.Linear(256, 8).to("tpu")
+    model(z).sum().backward()
+    torch.tpu.synchronize()
+events = prof.function_events
+print(json.dumps({
+    "events": len(events),
+    "min_device_us": min(e.device_time_total for e in events),
+    "min_average_us": min(min(a.device_time_total, a.self_device_time_total)
+                          for a in prof.key_averages()),
+    "products_us": next(e.device_time_total for e in events if e.name == "products"),
+    "between_events_us": start.elapsed_time(end) * 1000,
+    "products": sum(e.device_time_total for e in events if e.name == "aten::matmul"
+                    and e.cpu_parent is not None and e.cpu_parent.name == "products"),
+}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused", "debug"])
+def test_the_autograd_profilers_device_time_per_op_is_measured_on_the_tpu_stream(mode):
+    """Every op under torch.autograd.profiler.profile(use_device="tpu") logged "PrivateUse1 used
+    in profiler but not enabled" (no stubs were registered) and the device times were garbage
+    (-3.7e17 us; negative key_averages). Now each op's device time is the time between marks on
+    the current tpu stream (csrc/api/Profiler.cpp), as torch.tpu.Event's: never negative, and a
+    range's time lies within that of events recorded around it on the same stream (and, where
+    ops run as they are issued, is most of it). Fused eager's recorded products run when the
+    graph is flushed, outside their ops' marks."""
+    proc = run_python(DEVICE_TIME_PER_OP, env={"TORCHTPU_EAGER_MODE": mode})
+    assert "not enabled" not in proc.stderr and "RecordFunction callback" not in proc.stderr, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["events"] > 20 and r["min_device_us"] >= 0 and r["min_average_us"] >= 0, r
+    # (whole microseconds in the profiler's events)
+    assert r["products_us"] <= r["between_events_us"] + 1, r
+    if mode != "fused":
+        assert r["products_us"] >= 0.5 * r["between_events_us"] > 0, r
+        assert 0 < r["products"] <= r["products_us"] + 10, r
+
+
 def _torchtpu_command(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "torchtpu", *args], capture_output=True,
                           text=True, timeout=300, cwd=cwd)
