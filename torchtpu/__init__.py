@@ -42,6 +42,10 @@ _accelerate_hook.install()
 _meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 
 _inductor_route.install()  # torch.compile(model) on "tpu": backend "tpu" (docs/compiled-mode.md)
+from . import _backend_meta  # noqa: E402
+from ._backend_meta import copy_backend_meta  # noqa: E402,F401
+
+_backend_meta.install()  # set_tensor_metadata's keys through fake tensors, deepcopy (docs/runtime.md)
 from . import distributed as _distributed  # noqa: E402
 
 _distributed.register()  # c10d backend "tpu_dist", the default of device "tpu" (docs/distributed.md)

@@ -176,4 +176,8 @@ void count(const std::string& name, int64_t delta);
 bool set_fallback_mode(const std::string& mode);
 std::string fallback_mode();
 
+// Backend tensor metadata (api/BackendMeta.cpp): gives `dst` the c10::BackendMeta of `src` (what
+// torch._utils.set_tensor_metadata set on it); nothing when `src` has none.
+void copy_backend_meta(const at::Tensor& src, const at::Tensor& dst);
+
 }  // namespace torchtpu::api

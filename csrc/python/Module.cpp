@@ -309,6 +309,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("memory_snapshot", [] { return memory_snapshot_dict(); });
   m.def("host_view", [](const at::Tensor& t) { return api::host_view(t); });
+  m.def("copy_backend_meta",
+        [](const at::Tensor& src, const at::Tensor& dst) { api::copy_backend_meta(src, dst); });
   m.def("charge_collective", [](const std::string& kind, double bytes, int64_t chips) {
     return api::charge_collective(kind, bytes, chips);
   });

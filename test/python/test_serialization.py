@@ -2,6 +2,7 @@
 import io
 
 import torch
+import torchtpu
 
 
 def roundtrip(obj, **load_kwargs):
@@ -55,3 +56,89 @@ def test_untyped_storage_roundtrip():
     s = torch.tensor([1, 2, 3], dtype=torch.uint8, device="tpu").untyped_storage()
     loaded = roundtrip(s)
     assert loaded.device.type == "tpu" and loaded.tolist() == [1, 2, 3]
+
+
+# Backend tensor metadata (torch._utils.set_tensor_metadata / get_tensor_metadata: a PrivateUse1
+# backend's c10::BackendMeta, api/BackendMeta.cpp). A tpu tensor kept none: set_tensor_metadata
+# did nothing and get_tensor_metadata gave {}. What PyTorch's reference backend (OpenReg) keeps
+# through its tests, tpu keeps: torch.save/load, a copy of the metadata to another tensor, fake
+# tensors (also of a FunctionalTensor); and copy.deepcopy, as torch.save does.
+_META = {"version_number": True, "format_number": True}
+
+
+def test_tensor_metadata_set_on_a_tpu_tensor_survives_save_and_load():
+    import torch._utils as tu
+
+    t = torch.empty(3, 3, device="tpu")
+    assert tu.get_tensor_metadata(t) == {}
+    tu.set_tensor_metadata(t, {**_META, "user_key": False})
+    assert tu.get_tensor_metadata(t) == {**_META, "user_key": False}  # (what was set, as set)
+    loaded = roundtrip(t)
+    assert loaded.device == t.device and tu.get_tensor_metadata(loaded) == {**_META, "user_key": False}
+    state = roundtrip({"w": t, "b": torch.zeros(2, device="tpu:1")}, map_location="tpu:2")
+    assert state["w"].device == torch.device("tpu:2")
+    assert tu.get_tensor_metadata(state["w"]) == {**_META, "user_key": False}
+    assert tu.get_tensor_metadata(state["b"]) == {}
+    # On the CPU the keys mean nothing: they are dropped, as for the CPU's own tensors.
+    assert tu.get_tensor_metadata(roundtrip(t, map_location="cpu")) == {}
+    # With PyTorch's own bits (neg, conj) of the same tensor.
+    z = torch.randn(4, dtype=torch.cfloat, device="tpu").conj()
+    tu.set_tensor_metadata(z, _META)
+    assert tu.get_tensor_metadata(roundtrip(z)) == {**_META, "conj": True}
+    # Set again: replaced; an empty dict clears it.
+    tu.set_tensor_metadata(t, {"format_number": True})
+    assert tu.get_tensor_metadata(t) == {"format_number": True}
+    tu.set_tensor_metadata(t, {})
+    assert tu.get_tensor_metadata(t) == {}
+
+
+def test_tensor_metadata_goes_with_detach_and_copies_to_another_tensor_not_with_new_results():
+    import torch._utils as tu
+
+    src, dst = torch.empty(3, 3, device="tpu"), torch.empty(3, 3, device="tpu")
+    tu.set_tensor_metadata(src, _META)
+    assert tu.get_tensor_metadata(src.detach()) == _META  # (the same TensorImpl's metadata)
+    assert tu.get_tensor_metadata(src.clone()) == {}      # (a new tensor, as on every device)
+    assert tu.get_tensor_metadata(dst) == {}
+    torchtpu.copy_backend_meta(src, dst)  # (torch._C._copy_backend_meta in later torch)
+    assert tu.get_tensor_metadata(dst) == _META
+    torchtpu.copy_backend_meta(torch.empty(1, device="tpu"), dst)  # (a source without any)
+    assert tu.get_tensor_metadata(dst) == _META
+
+
+def test_tensor_metadata_survives_deepcopy_of_tensors_parameters_and_modules():
+    import copy
+
+    import torch._utils as tu
+
+    t = torch.randn(3, 3, device="tpu", requires_grad=True)
+    tu.set_tensor_metadata(t, _META)
+    t2 = copy.deepcopy(t)
+    assert tu.get_tensor_metadata(t2) == _META and t2.requires_grad
+    assert torch.equal(t2.detach().cpu(), t.detach().cpu())
+    layer = torch.nn.Linear(3, 2).to("tpu")
+    tu.set_tensor_metadata(layer.weight, _META)
+    assert tu.get_tensor_metadata(copy.deepcopy(layer).weight) == _META
+    assert tu.get_tensor_metadata(copy.deepcopy(layer).bias) == {}
+    cpu = torch.randn(2)
+    assert tu.get_tensor_metadata(copy.deepcopy(cpu)) == {}
+
+
+def test_tensor_metadata_is_propagated_to_fake_tensors():
+    import torch._utils as tu
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+
+    t = torch.empty(3, 3, device="tpu")
+    tu.set_tensor_metadata(t, _META)
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(t)
+    assert isinstance(fake, FakeTensor) and fake.device == t.device
+    assert tu.get_tensor_metadata(fake) == _META
+    # A FunctionalTensor carries none itself; its fake tensor gets the inner tensor's.
+    with FunctionalTensorMode():
+        functional = FunctionalTensor.to_functional(t)
+        assert tu.get_tensor_metadata(functional) == {}
+        with FakeTensorMode() as mode:
+            fake = mode.from_tensor(functional)
+    assert isinstance(fake, FakeTensor) and tu.get_tensor_metadata(fake) == _META
