@@ -42,6 +42,9 @@ _accelerate_hook.install()
 _meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 
 _inductor_route.install()  # torch.compile(model) on "tpu": backend "tpu" (docs/compiled-mode.md)
+from . import _device_interface  # noqa: E402
+
+_device_interface.install()  # Dynamo's DeviceInterface for "tpu" (docs/compiled-mode.md)
 from . import _backend_meta  # noqa: E402
 from ._backend_meta import copy_backend_meta  # noqa: E402,F401
 

@@ -406,6 +406,56 @@ def _user_lines(gm) -> dict:
     return out
 
 
+def _run_on_annotated_streams(gm) -> bool:
+    """Dynamo traces a stream context in a compiled function (``with torch.tpu.stream(s):``,
+    known to it through the device interface, torchtpu/_device_interface.py) into an annotation
+    of the ops inside, ``node.meta["custom"]["stream"]``: the stream's index among the objects the
+    compiled frame hands its graph (index 0: the stream current when it runs). Inductor's
+    scheduler switches streams by it; AOTAutograd leaves it to the backend, and torch 2.13's
+    AOTAutograd fails on training graphs with one (its stream pass needs triton, its partitioner
+    and the backward's dead stream references fail too). This puts PyTorch's stream ops around
+    each run of annotated ops (``streams::fork`` to their stream, ``streams::join`` back to index
+    0), so they run on their stream as in eager; true when the graph has any."""
+    from torch._dynamo.graph_bytecode_inputs import CURRENT_STREAM_INDEX
+
+    fork, join = torch.ops.streams.fork.default, torch.ops.streams.join.default
+    graph = gm.graph
+    current = CURRENT_STREAM_INDEX
+    changed = False
+    for node in list(graph.nodes):
+        if node.op == "call_function":
+            target = (node.meta.get("custom") or {}).get("stream", CURRENT_STREAM_INDEX)
+        elif node.op == "output":
+            target = CURRENT_STREAM_INDEX
+        else:
+            continue
+        if target != current:
+            with graph.inserting_before(node):
+                graph.call_function(join if target == CURRENT_STREAM_INDEX else fork,
+                                    (current, target))
+            current, changed = target, True
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def _on_streams(gm):
+    """A Dynamo graph with stream contexts runs as eager runs it, op by op with its streams
+    switched (a program runs on one stream: a stream change ends its capture), its backward by
+    autograd on the streams of the forward's ops, as in eager. Counted."""
+    _count_failure("stream context")
+
+    def run(*args):
+        _count("compile.graph_runs_op_by_op")
+        current = torch.accelerator.current_stream()
+        try:
+            return gm(*args)
+        finally:  # (the graph switches back itself, unless one of its ops raised)
+            torch.accelerator.set_stream(current)
+
+    return run
+
+
 def _random_op(gm):
     """The name of the first op of the graph that draws random numbers on the host (a CPU random
     op, which no torchtpu kernel sees: a capture would draw its numbers once), or None. (Random
@@ -475,6 +525,8 @@ def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
     ``options``: CompileOptions."""
     opts = CompileOptions(mode, options) if (mode or options) else _DEFAULT_OPTIONS
     _count("compile.dynamo_graphs")
+    if _run_on_annotated_streams(gm):
+        return _on_streams(gm)
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
     if not os.environ.get("TORCHTPU_CACHE_DIR"):
         aot = _aots.get(opts.key())

@@ -20,6 +20,7 @@ __all__ = [
     "memory_stats", "host_memory_stats", "reset_peak_host_memory_stats",
     "reset_accumulated_host_memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "default_stream", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
+    "StreamContext",
     "synchronize",
 ]
 
@@ -191,6 +192,12 @@ class _TpuDeviceProperties:
     source: str
     physical_chip: int  # the host's chip behind this index (TPU_VISIBLE_CHIPS renumbers)
 
+    @property
+    def multi_processor_count(self) -> int:
+        """The units that run a program's work side by side: the chip's TensorCores (what
+        torch.cuda's property of this name counts in SMs; Dynamo's device interface reads it)."""
+        return self.tensor_cores
+
     def __repr__(self) -> str:
         return (
             f"_TpuDeviceProperties(name='{self.name}', total_memory="
@@ -320,6 +327,10 @@ def Event(enable_timing: bool = False, blocking: bool = False, interprocess: boo
 
 
 def current_stream(device: Any = None) -> torch.Stream:
+    # (The current device's as torch.accelerator names it: torch.compile traces this into the
+    # stream current at that point of the compiled function.)
+    if device is None:
+        return torch.accelerator.current_stream(torch.device("tpu"))
     return torch.accelerator.current_stream(_device(device))
 
 
@@ -335,8 +346,8 @@ def set_stream(stream: torch.Stream) -> None:
     torch.accelerator.set_stream(stream)
 
 
-class stream:
-    """Context manager that makes ``stream`` current for its device."""
+class StreamContext:
+    """Context manager that makes ``stream`` current for its device (nothing for None)."""
 
     def __init__(self, stream: torch.Stream | None):
         self.stream = stream
@@ -351,6 +362,13 @@ class stream:
         if self.prev is not None:
             set_stream(self.prev)
         return False
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    """``with torch.tpu.stream(s): ...`` makes ``s`` current for its device. A function, as
+    torch.cuda.stream is: torch.compile takes a call of it for a stream context (Dynamo's device
+    interface, torchtpu/_device_interface.py) and traces the ops inside onto that stream."""
+    return StreamContext(stream)
 
 
 # ---------------------------------------------------------------------------------------------

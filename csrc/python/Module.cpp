@@ -5,6 +5,7 @@
 #include <torchtpu/torchtpu.h>
 
 #include <ATen/Context.h>
+#include <torch/csrc/Event.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -311,6 +312,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("host_view", [](const at::Tensor& t) { return api::host_view(t); });
   m.def("copy_backend_meta",
         [](const at::Tensor& src, const at::Tensor& dst) { api::copy_backend_meta(src, dst); });
+  // Milliseconds between two timing events of the device: torch.Event.elapsed_time, also for
+  // subclasses of torch.Event (which torch 2.13's refuses as its argument).
+  m.def("event_elapsed_time", [](py::handle start, py::handle end) {
+    TORCH_CHECK(THPEvent_Check(start.ptr()) && THPEvent_Check(end.ptr()),
+                "expected two torch.Event objects");
+    const c10::Event& a = reinterpret_cast<THPEvent*>(start.ptr())->event;
+    const c10::Event& b = reinterpret_cast<THPEvent*>(end.ptr())->event;
+    return a.elapsedTime(b);
+  });
   m.def("charge_collective", [](const std::string& kind, double bytes, int64_t chips) {
     return api::charge_collective(kind, bytes, chips);
   });

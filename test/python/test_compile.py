@@ -751,3 +751,105 @@ def test_a_group_norm_after_an_attention_blocks_transposed_output_has_the_cpu_gr
     torch.compile(tpu, backend="tpu")(x.to("tpu")).pow(2).mean().backward()
     for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
         torch.testing.assert_close(p.grad.cpu(), q.grad, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
+def test_dynamos_device_interface_for_tpu_is_torch_tpus():
+    """torch 2.13 registers a "tpu" DeviceInterface of its own (Pallas on real TPUs through jax):
+    on torchtpu get_interface_for_device("tpu").device_count() raised NotImplementedError.
+    torchtpu's interface (torchtpu/_device_interface.py) is torch.tpu's, for "tpu" and each
+    "tpu:<i>"."""
+    from torch._dynamo.device_interface import (get_interface_for_device,
+                                                get_registered_device_interfaces)
+    from torch._inductor.runtime.hints import DeviceProperties
+
+    di = get_interface_for_device("tpu")
+    assert get_interface_for_device(torch.device("tpu", 1)) is di
+    assert dict(get_registered_device_interfaces())["tpu"] is di
+    assert di.is_available() and di.device_count() == torch.tpu.device_count() >= 2
+    assert di.current_device() == torch.tpu.current_device() == 0
+    with di.device(1):
+        assert di.current_device() == 1 and torch.tpu.current_device() == 1
+    assert di.exchange_device(1) == 0 and torch.tpu.current_device() == 1
+    assert di.maybe_exchange_device(0) == 1 and torch.tpu.current_device() == 0
+    assert di.exchange_device(-1) == -1 and torch.tpu.current_device() == 0
+    di.set_device(1)
+    assert torch.tpu.current_device() == 1
+    di.set_device(0)
+    # Streams: torch.tpu's.
+    s = di.Stream()
+    assert isinstance(s, torch.Stream) and s.device == torch.device("tpu", 0)
+    with di.stream(s):
+        assert di.current_stream() == s == torch.tpu.current_stream()
+    assert di.current_stream() == torch.tpu.default_stream()
+    di.set_stream(s)
+    assert torch.tpu.current_stream() == s and di.get_raw_stream(0) == s.stream_id
+    di._set_stream_by_id(0, 0, s.device_type)
+    assert torch.tpu.current_stream() == torch.tpu.default_stream()
+    # Events: torch.Events on tpu, timed like torch.tpu.Event (also against one of those).
+    start, end = di.Event(enable_timing=True), di.Event(enable_timing=True)
+    assert isinstance(start, torch.Event) and start.device.type == "tpu"
+    start.record()
+    x = torch.randn(512, 512, device="tpu")
+    y = x @ x
+    end.record()
+    plain = torch.tpu.Event(enable_timing=True)
+    plain.record()
+    di.synchronize()
+    assert end.query() and 0 < start.elapsed_time(end) <= start.elapsed_time(plain)
+    # Properties, also as the compile workers' Worker answers them (cached before they fork).
+    props = torch.tpu.get_device_properties(1)
+    assert di.get_device_properties(1) == props == di.Worker.get_device_properties(1)
+    assert di.Worker.current_device() == 0
+    assert di.get_compute_capability() == props.chip
+    assert DeviceProperties.create(torch.device("tpu", 0)).multi_processor_count == props.tensor_cores
+    assert di.is_bf16_supported() and di.is_dtype_supported(torch.bfloat16)
+    assert di.memory_allocated(0) == torch.tpu.memory_allocated(0) > 0
+    assert not di.is_triton_capable()
+    del y
+
+
+def test_a_tpu_stream_context_in_a_compiled_function_runs_on_its_stream_in_one_graph():
+    """With the device interface Dynamo knows torch.tpu.stream as a stream context: a compiled
+    function with one (waits between the streams, an event recorded) is one graph, fullgraph
+    works (it raised "Unsupported builtin isinstance()" inside torch.tpu.stream's __enter__, and
+    broke the graph there otherwise), and the ops inside run on that stream, forward and backward,
+    as in eager (the profiler's device timeline names each kernel's stream); the values and the
+    gradient are eager's."""
+    from torch.profiler import ProfilerActivity, profile
+
+    side = torch.tpu.Stream()
+
+    def f(x, w):
+        side.wait_stream(torch.tpu.current_stream())
+        with torch.tpu.stream(side):
+            y = (x @ w).relu()
+        torch.tpu.current_stream().wait_stream(side)
+        done = torch.tpu.Event()
+        done.record()
+        return y.sum()
+
+    x = torch.randn(64, 64, device="tpu")
+    w = torch.randn(64, 64, device="tpu", requires_grad=True)
+    want = f(x, w)
+    want.backward()
+    want_grad, w.grad = w.grad, None
+    step = torch.compile(f, backend="tpu", fullgraph=True)
+    step(x, w).backward()
+    w.grad = None
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.TPU]) as prof:
+        got = step(x, w)
+        got.backward()
+        torch.tpu.synchronize()
+    assert torch.equal(got.detach().cpu(), want.detach().cpu())
+    assert torch.equal(w.grad.cpu(), want_grad.cpu())
+    kernels = [(e.name, e.device_resource_id) for e in prof.events()
+               if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+    on_side = {name for name, stream in kernels if stream == side.stream_id}
+    # (the product and relu, or in fused eager the region of both; their backward)
+    inside = {"aten::mm (tpu)", "aten::relu (tpu)", "defer::fused_matmul_region (tpu)",
+              "aten::threshold_backward.grad_input (tpu)"}
+    assert "aten::threshold_backward.grad_input (tpu)" in on_side and on_side <= inside, kernels
+    assert all(stream == 0 for name, stream in kernels if name not in inside), kernels
+    c = compiled()
+    assert c["dynamo_graphs"] == 1 and c["graph_breaks"] == {}, c
+    assert c["program_failures"] == {"stream context": 1}, c  # (runs op by op on its streams)
