@@ -1,4 +1,5 @@
-"""torch.save / torch.load with tpu tensors, storages and modules, and map_location both ways."""
+"""torch.save / torch.load with tpu tensors, storages and modules, and map_location both ways;
+the backend tensor metadata that goes with them (torch._utils.set_tensor_metadata)."""
 import io
 
 import torch
@@ -142,3 +143,15 @@ def test_tensor_metadata_is_propagated_to_fake_tensors():
         with FakeTensorMode() as mode:
             fake = mode.from_tensor(functional)
     assert isinstance(fake, FakeTensor) and tu.get_tensor_metadata(fake) == _META
+    # What torch.compile traces with: Dynamo's fake inputs.
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(tu.get_tensor_metadata(n.meta["example_value"]) for n in gm.graph.nodes
+                    if n.op == "placeholder")
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(lambda a: a + 1, backend=backend, fullgraph=True)(t)
+    torch._dynamo.reset()
+    assert seen == [_META]
