@@ -627,23 +627,30 @@ at::Tensor host_attention_mask(const at::Tensor& mask) {
   return h;
 }
 
+// The sizes are compared as SymInts: torch.compile traces scaled_dot_product_attention on fake
+// tensors with symbolic sizes, which asks this choice through the PrivateUse1 stub
+// (fused_sdp_choice_stub below), and an int size would guard its symbol to its value (a Dynamo
+// graph per sequence length). Comparing symbols guards only on how they relate.
 bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const std::optional<at::Tensor>& mask, double dropout_p) {
   const auto dtype = q.scalar_type();
   const bool floating = dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf;
-  return floating && k.scalar_type() == dtype && v.scalar_type() == dtype && q.dim() == 4 &&
-         k.dim() == 4 && v.dim() == 4 && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
-         k.size(1) == v.size(1) &&
-         q.size(0) == k.size(0) && k.size(0) == v.size(0) && q.size(-1) == k.size(-1) &&
-         k.size(-2) == v.size(-2) && dropout_p == 0.0 && !q.is_nested() &&
-         !(mask.has_value() && mask->defined() && mask->dim() > 4);
+  if (!(floating && k.scalar_type() == dtype && v.scalar_type() == dtype && q.dim() == 4 &&
+        k.dim() == 4 && v.dim() == 4 && dropout_p == 0.0 && !q.is_nested() &&
+        !(mask.has_value() && mask->defined() && mask->dim() > 4))) {
+    return false;
+  }
+  const c10::SymIntArrayRef qs = q.sym_sizes(), ks = k.sym_sizes(), vs = v.sym_sizes();
+  return ks[1] > 0 && qs[1] % ks[1] == 0 && ks[1] == vs[1] && qs[0] == ks[0] &&
+         ks[0] == vs[0] && qs[3] == ks[3] && ks[2] == vs[2];
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   const auto& context = at::globalContext();
-  const bool heads_ok = q.dim() != 4 || k.dim() != 4 || q.size(1) == k.size(1) || enable_gqa;
+  const bool heads_ok =
+      q.dim() != 4 || k.dim() != 4 || enable_gqa || q.sym_size(1) == k.sym_size(1);
   if (context.userEnabledOverrideableSDP() && heads_ok &&
       fused_attention_fits(q, k, v, mask, dropout_p)) {
     return static_cast<int64_t>(at::SDPBackend::overrideable);

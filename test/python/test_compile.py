@@ -80,6 +80,83 @@ def test_dynamic_shapes_reuse_the_graph_across_lengths():
     assert compiled()["dynamo_graphs"] == 1
 
 
+class _AttentionBlock(nn.Module):
+    """A pre-norm transformer block whose attention is scaled_dot_product_attention: causal, or
+    with the mask the caller passes (a float bias or a boolean mask over the keys)."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads, self.norm = heads, nn.LayerNorm(d)
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+        return x + self.out(a.transpose(1, 2).reshape(b, n, d))
+
+
+def _attention_mask(kind, b, n):
+    if kind == "float mask":
+        return torch.randn(b, 1, n, n)
+    if kind == "bool mask":  # (each query sees at least the first key)
+        keep = torch.rand(b, 1, n, n) > 0.3
+        keep[..., 0] = True
+        return keep
+    return None
+
+
+@pytest.mark.parametrize("attention", ["causal", "float mask"])
+def test_the_fused_attention_choice_keeps_symbolic_sizes_symbolic(attention):
+    """scaled_dot_product_attention asks the PrivateUse1 _fused_sdp_choice stub which kernel to
+    take, also on the fake tensors with symbolic sizes torch.compile traces (torchtpu's
+    fused_sdp_choice, csrc/aten/Matmul.cpp). It read the sizes as ints, which guards each symbol
+    to its value (Eq(s0, 2), ...): torch.compile(dynamic=True) recompiled per length. Traced with
+    symbolic sizes, the fused attention is chosen and no guard is added, as on the CPU."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(q, k, v, mask):
+        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                          is_causal=mask is None)
+
+    q, k, v = (torch.randn(2, 4, 16, 8, device="tpu") for _ in range(3))
+    mask = None if attention == "causal" else torch.randn(2, 1, 16, 16, device="tpu")
+    gm = make_fx(f, tracing_mode="symbolic")(q, k, v, mask)
+    targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default in targets
+    assert torch.ops.aten.size.default not in targets, gm.code  # (sizes read as ints)
+    sizes = next(iter(gm.graph.nodes)).meta["val"].shape
+    shape_env = sizes[0].node.shape_env
+    assert not shape_env.guards and not shape_env.replacements, (shape_env.guards, gm.code)
+
+
+@pytest.mark.parametrize("attention", ["causal", "float mask", "bool mask"])
+def test_dynamic_shapes_with_attention_compile_one_graph_for_every_length(attention):
+    """A transformer block with scaled_dot_product_attention compiled with dynamic=True over 8
+    sequence lengths: one Dynamo graph, as without attention and as PyTorch's aot_eager gives on
+    the CPU (it compiled one per length: the fused attention's choice specialized the symbolic
+    sizes), at most one recompilation allowed; forward and backward equal to the CPU's."""
+    torch.manual_seed(0)
+    cpu = _AttentionBlock()
+    tpu = copy.deepcopy(cpu).to("tpu")
+    f = torch.compile(tpu, backend="tpu", dynamic=True)
+    for n in range(8, 40, 4):
+        x, mask = torch.randn(2, n, 32), _attention_mask(attention, 2, n)
+        x_tpu = x.to("tpu").requires_grad_()
+        x_cpu = x.clone().requires_grad_()
+        got = f(x_tpu, None if mask is None else mask.to("tpu"))
+        want = cpu(x_cpu, mask)
+        got.pow(2).mean().backward()
+        want.pow(2).mean().backward()
+        torch.testing.assert_close(got.detach().cpu(), want.detach(), rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(x_tpu.grad.cpu(), x_cpu.grad, rtol=1e-4, atol=1e-5)
+    for (name, p), q in zip(tpu.named_parameters(), cpu.parameters()):
+        torch.testing.assert_close(p.grad.cpu(), q.grad, rtol=1e-4, atol=1e-5,
+                                   msg=lambda m: f"{name}: {m}")
+    c = compiled()
+    assert c["dynamo_graphs"] <= 2 and len(c["recompilations"]) <= 1, c
+
+
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune",
                                   "max-autotune-no-cudagraphs"])
 def test_every_mode_of_torch_compile_gives_the_same_programs(mode):
