@@ -274,10 +274,10 @@ def test_factories_of_unsigned_dtypes_give_the_cpus_tensor_or_its_error(mode, co
         if isinstance(want, NotImplementedError):
             with pytest.raises(NotImplementedError) as got:
                 run("tpu")
-            # (at the call in eager; a compiled program reports it at the next synchronization,
-            # naming the op around the CPU's message)
+            # (the CPU's message as it is in debug eager, at the op; elsewhere it may be reported
+            # at the next synchronization, naming the op around it: a compiled program does)
             assert str(want) in str(got.value)
-            if not compiled:
+            if mode == "debug" and not compiled:
                 assert str(got.value) == str(want)
             return
         got = run("tpu")
