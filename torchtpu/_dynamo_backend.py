@@ -245,6 +245,15 @@ class _GraphProgram:
         call's values, written inputs copied), charging nothing and leaving the generators as
         they were: (program, non-tensor outputs), or None (the reason counted:
         compiled()["buckets_unpriced"])."""
+        # The capture's run (program_end) may raise a kernel's error at the bucket's sizes (a
+        # padded input it refuses), or enqueue it, to be reported at the next synchronization
+        # (strict and fused eager). The devices are synchronized before, so that what that one
+        # reports is the pricing's, and after: such an error leaves the bucket unpriced instead
+        # of reaching the user.
+        devices = {a.device for a in args
+                   if isinstance(a, torch.Tensor) and a.device.type == "tpu"}
+        for device in devices:
+            torch.tpu.synchronize(device)  # (errors of the user's earlier work are the user's)
         _C.begin_uncharged()
         rng = torch.tpu.get_rng_state_all()  # (its random ops draw nothing the user's will)
         try:
@@ -267,9 +276,15 @@ class _GraphProgram:
                 _C.program_abort()
                 raise
             flat = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-            program, _, failure = _C.program_end(tensors, flat, self.name, bucket=True)
             template = [None if isinstance(o, torch.Tensor) else o for o in flat]
-            del padded, tensors, outs, flat  # (their memory is the pricing's)
+            try:  # (program_end has ended the capture when its run raises)
+                program, _, failure = _C.program_end(tensors, flat, self.name, bucket=True)
+                del padded, tensors, outs, flat  # (their memory is the pricing's)
+                for device in devices:
+                    torch.tpu.synchronize(device)
+            except Exception as e:  # (the run's error, at the bucket's sizes)
+                _count(f"compile.buckets_unpriced.{type(e).__name__} at the bucket's sizes")
+                return None
         finally:
             torch.tpu.set_rng_state_all(rng)
             _C.end_uncharged()

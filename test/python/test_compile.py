@@ -320,6 +320,34 @@ def test_a_training_step_is_bucketed_forward_and_backward():
                if p["own_seconds"] < p["estimated_seconds"])
 
 
+def test_a_bucket_whose_pricing_run_fails_is_left_unpriced_and_the_call_gives_the_cpus_result():
+    """Query, key and value of static sizes, the mask's symbolic (Dynamo relates them through no
+    op: the fused attention's meta function does not check the mask): at the bucket's sizes the
+    padded mask no longer broadcasts against the scores, and the fused kernel refuses it. Its
+    error, raised by the pricing capture's run or reported at the next synchronization where that
+    run was enqueued (strict and fused eager), reached the user, though the call's own program is
+    right (CPU aot_eager gives the result). A pricing run that fails leaves its bucket unpriced,
+    the reason counted, as an error during the capture does."""
+    def attend(q, k, v, mask):
+        return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    f = torch.compile(attend, backend="tpu", dynamic=True)
+    q, k, v = (torch.randn(2, 4, 12, 8) for _ in range(3))
+    mask = torch.randn(2, 1, 12, 12)
+    on_tpu = [t.to("tpu") for t in (q, k, v)]
+    for t in on_tpu:
+        torch._dynamo.mark_static(t)
+    got = f(*on_tpu, mask.to("tpu"))
+    torch.tpu.synchronize()
+    torch.testing.assert_close(got.cpu(), attend(q, k, v, mask), rtol=1e-4, atol=1e-5)
+    c = compiled()
+    if torchtpu.get_eager_mode() != "debug":  # (debug eager runs graphs op by op: no buckets)
+        assert c["buckets_unpriced"] == {"RuntimeError at the bucket's sizes": 1}, c
+        programs = torchtpu.metrics.programs()  # (those of earlier tests' graphs may be alive)
+        mine = [p for p in programs if p["name"] == programs[-1]["name"]]
+        assert mine and not any(p["charged_as"] for p in mine), mine  # (its own estimate)
+
+
 def test_max_programs_bounds_the_programs_of_a_dynamic_graph_and_counts_the_rest():
     if torchtpu.get_eager_mode() == "debug":
         pytest.skip("debug eager runs compiled graphs op by op")
