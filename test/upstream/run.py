@@ -301,6 +301,7 @@ def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
             pos = 0
             running: tuple[str, float] | None = None
             finished = False
+            finished_at: float | None = None
             while True:
                 rc = proc.poll()
                 events, pos = _read_events(results_path, pos)
@@ -338,6 +339,15 @@ def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
                         if ev.get("event") == "result" and ev["nodeid"] not in results:
                             results[ev["nodeid"]] = ev
                             done_count += 1
+                    break
+                if finished and finished_at is None:
+                    finished_at = time.time()
+                if finished_at is not None and time.time() - finished_at > 30:
+                    # pytest is done but the process lingers (children a test spawned and left
+                    # hanging, e.g. OpenReg's IPC tests): end it with its process group.
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    rc = proc.returncode
                     break
                 if running is not None and time.time() - running[1] > args.timeout + 60:
                     os.killpg(proc.pid, signal.SIGKILL)
