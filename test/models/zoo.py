@@ -409,12 +409,13 @@ def check_adamw_update(name: str, old, new_tpu, new_cpu, grad_tpu, grad_cpu,
     a gradient is pinned; a parameter without any pinned element counts none."""
     import torch
 
+    dtype = new_tpu.dtype if new_tpu.is_floating_point() else torch.float32
     old, new_tpu, new_cpu = (t.detach().cpu().double() for t in (old, new_tpu, new_cpu))
     u_tpu, u_cpu = new_tpu - old, new_cpu - old
-    ulp = torch.finfo(torch.float32).eps * old.abs()  # (an ulp of |old| is at most this)
+    ulp = torch.finfo(dtype).eps * old.abs()  # (at least an ulp of |old| in its dtype)
     if compiled and grad_cpu is None and grad_tpu is not None and not grad_tpu.detach().cpu().any():
         grad_cpu = torch.zeros_like(grad_tpu, device="cpu")
-        new_cpu = (old * (1 - LR * WEIGHT_DECAY)).float().double()  # weight decay alone
+        new_cpu = (old * (1 - LR * WEIGHT_DECAY)).to(dtype).double()  # weight decay alone
         u_cpu = new_cpu - old
     if grad_cpu is None or grad_tpu is None:
         if grad_cpu is not None or grad_tpu is not None:
@@ -822,7 +823,9 @@ def item_outcome(name: str, extra: dict, modes: list[str], stdout, stderr, retur
                     **({"stage": "timeout"} if timeout is not None and cpu_done else {})} for m in missing]
 
 
-def report(paths: list[str], target: Path | None = None) -> None:
+def report(paths: list[str], target: Path | None = None, note: str | None = None) -> None:
+    """Writes the zoo's page (docs/models.md unless `target`) from the records in `paths`; `note`:
+    a paragraph after the header (say, that the records are a sample of the types)."""
     rows = [json.loads(l) for path in paths for l in open(path) if l.strip()]
     # a type rerun in a later file replaces its earlier records
     latest = {(r["model_type"], r.get("mode", "strict")): r for r in rows}
@@ -839,6 +842,8 @@ def report(paths: list[str], target: Path | None = None) -> None:
         "generate() for causal LMs; each type in its own subprocess, run on the CPU once and then "
         "on \"tpu\" in each eager mode). Records: " + ", ".join(f"`{Path(x).name}`" for x in paths)
         + " (a type in a later file replaces its earlier records). Do not edit by hand.", ""]
+    if note:
+        lines += [note, ""]
     if "compiled" in modes:
         lines += [
             "Mode compiled: the model through `torch.compile(model, backend=\"tpu\")` (forward, "
@@ -941,11 +946,12 @@ if __name__ == "__main__":
     p.add_argument("--types", help="comma-separated model types (instead of --limit)")
     p.add_argument("--report", nargs="+", help="JSONL files of sweep shards: write docs/models.md")
     p.add_argument("--report-to", help="write the report here instead of docs/models.md")
+    p.add_argument("--note", help="a paragraph the report adds after its header")
     a = p.parse_args()
     if a.one:
         for row in run_one(a.one, a.causal, a.modes.split(",")):
             print(json.dumps(row), flush=True)
     elif a.report:
-        report(a.report, Path(a.report_to) if a.report_to else None)
+        report(a.report, Path(a.report_to) if a.report_to else None, a.note)
     else:
         sweep(a)
