@@ -36,8 +36,10 @@ from . import metrics  # noqa: E402
 from . import _inductor_route  # noqa: E402
 from . import _meta_kernels  # noqa: E402
 from . import _accelerate_hook  # noqa: E402
+from . import _custom_ops  # noqa: E402
 
 _accelerate_hook.install()
+_custom_ops.install()  # custom ops without a tpu kernel see computed memory (docs/eager-modes.md)
 
 _meta_kernels.install()  # _grouped_mm in float32 under torch.compile (MoE models)
 

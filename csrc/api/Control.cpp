@@ -30,6 +30,7 @@ void install_host_hooks(const HostHooks& hooks) {
   runtime::set_without_gil_hook(hooks.without_gil);
   runtime::set_interrupt_hook(hooks.check_interrupt);
   runtime::set_gil_held_hook(hooks.holds_gil);
+  runtime::set_stops_program_hook(hooks.stops_program);
 }
 
 const at::Generator& default_generator(int device) {
@@ -51,6 +52,17 @@ void sync_all() {
   runtime::materialize_deferred_work(runtime::FlushReason::explicit_sync);
   for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
 }
+struct ForeignOpState {
+  runtime::SynchronousScope synchronous;
+};
+
+ForeignOp::ForeignOp() {
+  runtime::materialize_deferred_work(runtime::FlushReason::foreign_op);
+  for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
+  state_ = std::make_unique<ForeignOpState>();
+}
+ForeignOp::~ForeignOp() = default;
+
 bool interrupted_once() { return runtime::interrupted_once(); }
 size_t cancel_queued_work() { return runtime::cancel_all_queued_work(); }
 

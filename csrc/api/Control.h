@@ -27,6 +27,7 @@ struct HostHooks {
   void (*without_gil)(void (*fn)(void*), void* context) = nullptr;  // rule 1 of host waits
   void (*check_interrupt)() = nullptr;  // rule 2: raises a pending interrupt
   bool (*holds_gil)() = nullptr;
+  bool (*stops_program)(std::exception_ptr) = nullptr;  // a KeyboardInterrupt, a SystemExit
 };
 void install_host_hooks(const HostHooks& hooks);
 
@@ -39,6 +40,22 @@ void empty_cache(int device);
 
 // Waits: every recorded op runs and every device's queues drain.
 void sync_all();
+// An op torchtpu has no kernel for (a C++ extension's composite op, called through torch.ops)
+// may read or write the memory of its tpu tensors through data_ptr() between its own ops: while
+// one is alive, the work recorded or queued before it has run (every pending tensor has memory
+// and values) and the ops the thread issues run synchronously (debug eager), so what it reads
+// is computed and what it allocates has memory. Counted as the materialization "custom op
+// without a tpu kernel". Nests. (docs/eager-modes.md, "C++ extensions".)
+class ForeignOp {
+ public:
+  ForeignOp();
+  ~ForeignOp();
+  ForeignOp(const ForeignOp&) = delete;
+  ForeignOp& operator=(const ForeignOp&) = delete;
+
+ private:
+  std::unique_ptr<struct ForeignOpState> state_;
+};
 bool interrupted_once();
 size_t cancel_queued_work();           // after an interrupt, at exit: drops queued work
 

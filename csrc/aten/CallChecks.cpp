@@ -1,21 +1,25 @@
 // Argument checks made at the call (docs/design.md, "Errors at the call").
 //
-// Most argument errors already surface at the call in every eager mode: shapes, dtypes and
-// devices are checked by PyTorch's meta functions (structured ops run them before their out=
-// kernel) or by torchtpu's own kernels. A few checks live only inside the CPU kernels that the
-// host executor runs on a stream's worker (strict eager) or inside a fused region (fused
-// eager), so they surfaced at the next synchronization, or never when fused eager dropped a
-// dead result. PyTorch's OpInfo error inputs found them (test/opinfo/test_errors.py); each is
-// made here, on the issuing thread, with the CPU's message and exception type:
+// Ops that write their arguments (in-place and out= ops) run their CPU kernels later: on a
+// stream's worker (strict eager) or inside a fused region (fused eager), where the kernels' own
+// argument checks would surface at the next synchronization, or never when fused eager drops a
+// dead result. For each new call signature, the entry kernel runs at the call, on the issuing
+// thread, the op's meta kernel on meta copies of the arguments and the op's CPU kernel on
+// scratch copies of them; when either refuses, the call runs at once (debug eager's way), so
+// that the CPU kernel raises its own error, with its type and message, at the call. A few checks
+// that scratch copies cannot reproduce are made by name, with the CPU's messages:
 //
 // - an out= tensor whose elements overlap (an expanded tensor): written by several elements;
 // - an out= tensor sharing memory with an input, where the CPU kernel refuses it (cat, gather,
 //   take, masked_select, kthvalue, index_select);
-// - the out= dtypes that structured out= wrappers and a few kernels insist on;
-// - masked_fill_ / masked_scatter_: a boolean mask, a 0-dim value, a value the dtype can hold;
-// - gelu's `approximate`, layer norm's shapes, bucketize's boundaries, _scaled_mm's shapes.
+// - masked_fill_'s value tensor (its value is read), and the checks of ops whose kernels run at
+//   the call but after torchtpu's own sizing (gelu's `approximate`, layer norm's shapes,
+//   bucketize's boundaries, _scaled_mm's shapes, antialiased interpolation's dtypes, ...).
 #include "aten/DryRun.h"
 #include "aten/Entry.h"
+#include "aten/HostAlias.h"
+#include "aten/OpTraits.h"
+#include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
 
@@ -23,7 +27,9 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/PyObjectSlot.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/native/layer_norm.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/ScalarType.h>
 
 #include <algorithm>
@@ -243,14 +249,26 @@ const std::unordered_map<std::string_view, Specific>& specific_checks() {
 
 }  // namespace
 
-CallChecks call_checks_of(const c10::OperatorHandle& op) {
+CallChecks call_checks_of(const c10::OperatorHandle& op, Capture capture, bool cpu_kernel_later) {
   CallChecks checks;
   const auto& args = op.schema().arguments();
+  bool writes = false;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_out() && args[i].type()->kind() == c10::TypeKind::TensorType) {
       checks.outs.push_back(static_cast<uint8_t>(i));
     }
+    if (args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) writes = true;
   }
+  // In-place and out= ops of the host executor run their CPU kernels later (a worker, a fused
+  // region). (Random ops run at the call, their generator's advance known only then.)
+  const bool later = writes && cpu_kernel_later && capture != Capture::random;
+  checks.cpu = later && op.hasKernelForAnyDispatchKey(c10::DispatchKeySet(
+                            {c10::DispatchKey::CPU, c10::DispatchKey::CompositeExplicitAutograd,
+                             c10::DispatchKey::CompositeExplicitAutogradNonFunctional}));
+  checks.meta = later && op.hasKernelForAnyDispatchKey(c10::DispatchKeySet(
+                             {c10::DispatchKey::Meta, c10::DispatchKey::CompositeImplicitAutograd,
+                              c10::DispatchKey::CompositeExplicitAutograd,
+                              c10::DispatchKey::CompositeExplicitAutogradNonFunctional}));
   if (auto it = specific_checks().find(op_name(op)); it != specific_checks().end()) {
     checks.specific = it->second;
   }
@@ -279,12 +297,30 @@ bool is_an_input(const Stack& stack, size_t base, size_t num_args, const CallChe
   return false;
 }
 
-// The metadata of a call's arguments as a key (op, then for each argument a tag and its sizes,
-// strides, dtype or value): false where an argument has no such key (an object, a generator).
+// The metadata of a call's arguments as a 128-bit key (op, then for each argument a tag and its
+// sizes, strides, dtype or value), hashed as it is read, without building it: false where an
+// argument has no such key (an object, a generator). Two calls of other signatures share a key
+// with a probability of about 2^-128 per pair; the price of one would be an argument error
+// reported at the next synchronization instead of at the call.
+struct Signature {
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
+  void put(int64_t v) {
+    const uint64_t x = static_cast<uint64_t>(v);
+    a = (a ^ x) * 0x9e3779b97f4a7c15ULL;
+    a ^= a >> 29;
+    b = (b + x) * 0xbf58476d1ce4e5b9ULL;
+    b ^= b >> 31;
+  }
+  bool operator==(const Signature& o) const { return a == o.a && b == o.b; }
+};
+struct SignatureHash {
+  size_t operator()(const Signature& s) const { return static_cast<size_t>(s.a ^ (s.b << 1)); }
+};
+
 bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base, size_t num_args,
-                  std::string& key) {
-  key.clear();
-  auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+                  Signature& key) {
+  key = Signature();
+  auto put = [&](int64_t v) { key.put(v); };
   auto put_tensor = [&](const at::Tensor& t) {
     if (!t.defined()) return put(-1);
     put(static_cast<int64_t>(t.scalar_type()) | (static_cast<int64_t>(t.layout()) << 8) |
@@ -322,10 +358,10 @@ bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base
         put_tensor(t.isNone() ? at::Tensor() : t.toTensor());
       }
       put(INT64_MIN);
-    } else if (v.isString()) {  // (the string itself: a hash could let two calls collide)
+    } else if (v.isString()) {
       const std::string_view text = v.toStringView();
       put(7), put(static_cast<int64_t>(text.size()));
-      key.append(text.data(), text.size());
+      for (char c : text) put(c);
     } else {
       return false;
     }
@@ -333,79 +369,171 @@ bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base
   return true;
 }
 
-// Calls whose out= tensors the meta function found of the right shape (or refused, leaving it to
-// the kernel), by signature, per thread: the same call again needs no second meta call. PyTorch's
-// meta functions of many out= variants are Python (its torch._refs), 0.1-1 ms a call, where the
-// CPU's kernel checks in no time (docs/host-speed.md).
-std::unordered_set<std::string>& checked_calls() {
-  thread_local std::unordered_set<std::string> checked;
+// Calls whose meta kernel accepted their arguments (and found their out= tensors of the right
+// shape), by signature, per thread: the same call again needs no second meta call. Meta kernels
+// of many ops are Python (PyTorch's torch._refs and meta registrations), 0.1-1 ms a call.
+std::unordered_set<Signature, SignatureHash>& checked_calls() {
+  thread_local std::unordered_set<Signature, SignatureHash> checked;
   return checked;
 }
 
-// A non-empty out= tensor of another shape than the op's result is resized at the call, as the CPU
-// resizes it (with its warning), before the op is queued or recorded. The result's shape is the
-// op's meta function's (which resizes its meta out= tensors and warns as the CPU does). Checked
-// only for out= tensors handed in from Python, to keep the meta function off the hot path
-// (PyTorch's structured functional ops pass their out= variant results they just sized with that
-// same meta function); not for out= tensors that are inputs too (in-place ops, whose meta
-// functions check the shape) nor for ops without a meta kernel (their kernel decides, at
-// synchronization). A LibTorch program's out= tensors are not checked at the call. Counted
-// ("calls.out_shape_checks" in torchtpu.metrics.counters()).
-void resize_outs(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
-                 size_t num_args) {
+// The op's CPU kernel run at the call on scratch copies of its device tensors (fresh zeroed host
+// memory with the same sizes, strides, offsets, dtypes and view bits, arguments sharing a device
+// storage sharing a scratch one, written CPU tensors cloned), its warnings dropped: the argument
+// checks the CPU kernel makes, whatever they are, with nothing to list. True when it raised
+// (perhaps over a value of the scratch data: the caller then runs the real call at once, which
+// decides). An exception that stops the program (a KeyboardInterrupt) goes on up. Not run for tensors without a plain strided storage and when the scratch memory
+// would exceed kMaxScratchBytes: such calls are left to the meta kernel's checks.
+constexpr size_t kMaxScratchBytes = size_t(16) << 20;
+
+struct DiscardWarnings final : c10::WarningHandler {
+  void process(const c10::Warning&) override {}
+};
+
+enum class Verdict { passed, refused, not_run };
+
+Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size_t base,
+                         size_t num_args) {
+  Stack scratch(stack.begin() + static_cast<std::ptrdiff_t>(base),
+                stack.begin() + static_cast<std::ptrdiff_t>(base + num_args));
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
+  size_t bytes = 0;
+  bool runnable = true;
+  map_tensor_arguments(&scratch, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+    if (!runnable || !on_device(&t)) return t;
+    if (t.layout() != at::kStrided || t.is_quantized() || !t.has_storage()) {
+      runnable = false;
+      return t;
+    }
+    const c10::StorageImpl* key = t.storage().unsafeGetStorageImpl();
+    auto it = storages.find(key);
+    if (it == storages.end()) {
+      const size_t n = t.storage().nbytes();
+      bytes += n;
+      if (bytes > kMaxScratchBytes) {
+        runnable = false;
+        return t;
+      }
+      it = storages.emplace(key, at::zeros({static_cast<int64_t>(n)}, at::kByte).storage())
+               .first;
+    }
+    return with_view_bits(host_alias_over(it->second, t.sizes(), t.strides(),
+                                          t.storage_offset(), t.dtype(), /*resizable=*/true),
+                          t.is_conj(), t.is_neg());
+  });
+  if (!runnable) return Verdict::not_run;
+  const auto& args = op.schema().arguments();
+  for (size_t i = 0; i < num_args && i < args.size(); ++i) {
+    if (args[i].alias_info() == nullptr || !args[i].alias_info()->isWrite()) continue;
+    if (scratch[i].isTensor() && scratch[i].toTensor().defined() &&
+        scratch[i].toTensor().device().is_cpu()) {
+      scratch[i] = scratch[i].toTensor().clone();  // (never write the caller's CPU tensor)
+    }
+  }
+  static runtime::metrics::Counter runs("calls.cpu_kernel_checks");
+  runs.add();
+  static DiscardWarnings discard;
+  const c10::WarningUtils::WarningHandlerGuard quiet(&discard);
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &scratch);
+  } catch (const std::exception&) {
+    if (runtime::stops_program(std::current_exception())) throw;
+    return Verdict::refused;
+  }
+  return Verdict::passed;
+}
+
+// The op's meta kernel run on meta copies of the arguments, once per call signature and thread:
+// the CPU kernel's argument checks (dtypes of out= and in-place results, shapes, scalar
+// conversions the meta function makes) at the call. False when it refused the arguments.
+//
+// Also: a non-empty out= tensor of another shape than the op's result is resized at the call, as
+// the CPU resizes it (with its warning), before the op is queued or recorded: the result's shape
+// is the meta kernel's (which resizes its meta out= tensors and warns as the CPU does). Only for
+// out= tensors handed in from Python (PyTorch's structured functional ops pass their out=
+// variant results they just sized with that same meta function), and not for out= tensors that
+// are inputs too (in-place calls through an out= variant, whose meta functions check the shape).
+// Counted: "calls.meta_checks" (meta kernel runs) in torchtpu.metrics.counters().
+bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
+                size_t num_args) {
   const size_t base = stack.size() - num_args;
-  bool check = false;
+  bool resize = false;
   for (uint8_t i : checks.outs) {
     const at::Tensor* out = tensor_at(stack, base, i);
     if (on_device(out) && out->numel() != 0 && from_python(*out) &&
         !is_an_input(stack, base, num_args, checks, *out)) {
-      check = true;
+      resize = true;
     }
   }
-  if (!check) return;
-  thread_local std::string key;
+  // In debug eager the CPU kernel runs at the call anyway: only out= shapes are left to do.
+  const bool later = (checks.meta || checks.cpu) && runtime::asynchronous();
+  if (!resize && !later) return true;
+  Signature key;
   const bool keyed = signature_of(op, stack, base, num_args, key);
-  std::unordered_set<std::string>& known = checked_calls();
-  if (keyed && known.count(key) != 0) return;
+  std::unordered_set<Signature, SignatureHash>& known = checked_calls();
+  if (keyed && known.count(key) != 0) return true;
   auto remember = [&] {
     constexpr size_t kKept = 4096;  // signatures per thread; all dropped when full
     if (!keyed) return;
     if (known.size() >= kKept) known.clear();
     known.insert(key);
   };
-  static runtime::metrics::Counter checked("calls.out_shape_checks");
-  checked.add();
-  Stack meta(stack.end() - num_args, stack.end());
-  map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
-  std::vector<at::Tensor> meta_outs;
-  for (uint8_t i : checks.outs) {
-    meta_outs.push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
+  // The CPU kernel on scratch copies: the CPU's own checks. Where it cannot run (large or
+  // unusual tensors), the meta kernel's checks instead.
+  Verdict cpu = Verdict::not_run;
+  if (later && checks.cpu) cpu = cpu_kernel_check(op, stack, base, num_args);
+  if (cpu == Verdict::refused) {
+    static runtime::metrics::Counter refused("calls.cpu_kernel_refused");
+    refused.add();
+    return false;
   }
-  try {
-    call_meta(op, meta);
-  } catch (const std::exception&) {
-    // No meta kernel, or arguments it refuses: the checks and the kernel decide, with the CPU's
-    // messages (a meta function's can differ).
-    remember();
-    return;
+  // The meta kernel: its checks (where the CPU kernel did not check) and the out= shapes.
+  const bool meta_checks = later && checks.meta && cpu == Verdict::not_run;
+  std::vector<at::Tensor> meta_outs;
+  bool sized = false;
+  if (meta_checks || resize) {
+    static runtime::metrics::Counter checked("calls.meta_checks");
+    checked.add();
+    Stack meta(stack.end() - num_args, stack.end());
+    map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
+    for (uint8_t i : checks.outs) {
+      meta_outs.push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
+    }
+    try {
+      call_meta(op, meta);
+      sized = true;
+    } catch (const std::exception&) {
+      // (Meta kernels may be Python: a Ctrl-C met there is the program's, not the call's.)
+      if (runtime::stops_program(std::current_exception())) throw;
+      if (meta_checks) {
+        static runtime::metrics::Counter refused("calls.meta_refused");
+        refused.add();
+        return false;  // (not remembered: the call runs at once, and its kernel decides)
+      }
+      // No meta kernel, or debug eager, where the kernel runs now with the CPU's messages.
+    }
   }
   bool resized = false;
-  for (size_t k = 0; k < checks.outs.size(); ++k) {
-    const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
-    const at::Tensor& m = meta_outs[k];
-    if (!on_device(out) || !m.defined() || m.sizes() == out->sizes()) continue;
-    // (The meta function warned as the CPU warns; the out= tensor takes the CPU's new geometry.)
-    out->resize_(m.sizes());
-    if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
-    resized = true;
+  if (resize && sized) {
+    for (size_t k = 0; k < checks.outs.size(); ++k) {
+      const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
+      const at::Tensor& m = meta_outs[k];
+      if (!on_device(out) || !m.defined() || m.sizes() == out->sizes()) continue;
+      // (The meta function warned as the CPU warns; the out= tensor takes the CPU's geometry.)
+      out->resize_(m.sizes());
+      if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
+      resized = true;
+    }
   }
   // (A call that resized is not remembered: the same call again warns again, as on the CPU.)
   if (!resized) remember();
+  return true;
 }
 
 }  // namespace
 
-void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
+bool check_at_call(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
                    size_t num_args) {
   const size_t base = stack.size() - num_args;
   for (uint8_t i : checks.outs) {
@@ -413,8 +541,9 @@ void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks, Stac
     // (PyTorch's out= kernels refuse an out= tensor whose elements share memory.)
     if (on_device(out)) at::assert_no_internal_overlap(*out);
   }
-  if (!checks.outs.empty()) resize_outs(op, checks, stack, num_args);
   if (checks.specific != nullptr) checks.specific(stack, base);
+  if (checks.outs.empty() && !checks.meta && !checks.cpu) return true;
+  return meta_check(op, checks, stack, num_args);
 }
 
 }  // namespace torchtpu::aten

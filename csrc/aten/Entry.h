@@ -138,10 +138,21 @@ bool inside_kernel();
 struct CallChecks {
   c10::SmallVector<uint8_t, 2> outs;  // the out= tensor arguments (no internal overlap)
   void (*specific)(const torch::jit::Stack& stack, size_t base) = nullptr;  // the op's own
-  bool any() const { return !outs.empty() || specific != nullptr; }
+  // The op writes its arguments (in-place and out= ops) and its kernel runs PyTorch's CPU kernel
+  // later, on a worker or in a fused region, where that kernel makes its argument checks: each
+  // new call signature is checked at the call by the CPU kernel run on scratch copies of the
+  // arguments (`cpu`), or by its meta kernel (`meta`: it has one) where scratch copies are too
+  // large. (torchtpu's own kernels check their arguments on the calling thread themselves.)
+  bool meta = false;
+  bool cpu = false;
+  bool any() const { return !outs.empty() || specific != nullptr || meta || cpu; }
 };
-CallChecks call_checks_of(const c10::OperatorHandle& op);
-void check_at_call(const c10::OperatorHandle& op, const CallChecks& checks,
+CallChecks call_checks_of(const c10::OperatorHandle& op, Capture capture, bool cpu_kernel_later);
+// Raises the argument errors found at the call. Returns false when the op's meta kernel refused
+// the arguments: the call is then run at once, synchronously (runtime::OpModeScope::
+// run_synchronously), so that the CPU kernel raises its own error, with its own type and
+// message, at the call (or computes the result, where the meta kernel is stricter than the CPU).
+bool check_at_call(const c10::OperatorHandle& op, const CallChecks& checks,
                    torch::jit::Stack& stack, size_t num_args);
 // While one is alive, a torchtpu kernel runs on this thread (inside_kernel()); off the thread
 // that keeps the process's OpenMP team, the team its loops started ends with the outermost one
@@ -156,8 +167,11 @@ class KernelScope {
 
 class EntryKernel final : public c10::OperatorKernel {
  public:
-  EntryKernel(c10::KernelFunction kernel, Capture capture)
-      : kernel_(std::move(kernel)), capture_(capture) {}
+  // `cpu_kernel_later`: the kernel runs PyTorch's CPU kernel later (on a stream's worker or in a
+  // fused region: the host executor's ops), so the CPU kernel's argument checks are made at the
+  // call (CallChecks).
+  EntryKernel(c10::KernelFunction kernel, Capture capture, bool cpu_kernel_later = false)
+      : kernel_(std::move(kernel)), capture_(capture), cpu_kernel_later_(cpu_kernel_later) {}
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
     // The op runs in the eager mode in force as it enters (runtime/Mode.h, OpModeScope).
@@ -168,7 +182,9 @@ class EntryKernel final : public c10::OperatorKernel {
     if (!inside_kernel()) {
       if (capture_ != Capture::fallback) {  // (the fallback runs the CPU kernel at the call)
         const CallChecks& c = checks(op);
-        if (c.any()) check_at_call(op, c, *stack, op.schema().arguments().size());
+        if (c.any() && !check_at_call(op, c, *stack, op.schema().arguments().size())) {
+          runtime::OpModeScope::run_synchronously();
+        }
       }
       if (runtime::dry_run()) {
         // A dry run: metadata and a charge, no device work (aten/DryRun.h).
@@ -238,12 +254,13 @@ class EntryKernel final : public c10::OperatorKernel {
   }
 
   const CallChecks& checks(const c10::OperatorHandle& op) {
-    std::call_once(checked_, [&] { checks_ = call_checks_of(op); });
+    std::call_once(checked_, [&] { checks_ = call_checks_of(op, capture_, cpu_kernel_later_); });
     return checks_;
   }
 
   c10::KernelFunction kernel_;
   Capture capture_;
+  bool cpu_kernel_later_;
   std::once_flag checked_;
   CallChecks checks_;                                 // call_checks_of(op), found once
   std::atomic<std::atomic<int64_t>*> slot_{nullptr};  // this op's counter, found once
@@ -280,7 +297,8 @@ torch::CppFunction view_entry(R (*kernel)(Args...), const char* name) {
 template <class Functor>
 torch::CppFunction entry_functor(std::unique_ptr<Functor> functor, Capture capture) {
   return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<EntryKernel>(
-      c10::KernelFunction::makeFromBoxedFunctor(std::move(functor)), capture));
+      c10::KernelFunction::makeFromBoxedFunctor(std::move(functor)), capture,
+      /*cpu_kernel_later=*/true));
 }
 
 // The same for a boxed kernel function.

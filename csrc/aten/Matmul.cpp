@@ -61,9 +61,16 @@ void check_dtypes(const at::Tensor& a, const at::Tensor& b) {
               b.scalar_type());
 }
 
-void resize_out(const at::Tensor& out, c10::IntArrayRef sizes) {
+// Resizes a matmul's out= tensor to the product's sizes, after the check the CPU's structured
+// out= wrappers make first: the out= tensor has the product's dtype (`dtype`, its operands').
+void resize_out(const at::Tensor& out, c10::IntArrayRef sizes, c10::ScalarType dtype) {
+  TORCH_CHECK(out.scalar_type() == dtype, "Expected out tensor to have dtype ",
+              c10::scalarTypeToTypeMeta(dtype), ", but got ", out.dtype(), " instead");
   const c10::DeviceGuard guard(out.device());
   at::native::resize_output(out, sizes);
+}
+void resize_out(const at::Tensor& out, c10::IntArrayRef sizes) {
+  resize_out(out, sizes, out.scalar_type());
 }
 
 // The cost of the epilogue (scale and add) of addmm-like ops, fused into the matmul launch.
@@ -206,7 +213,7 @@ at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& o
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
               self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   check_dtypes(self, mat2);
-  resize_out(out, {self.size(0), mat2.size(1)});
+  resize_out(out, {self.size(0), mat2.size(1)}, self.scalar_type());
   plain_product("aten::mm", self, mat2, out);
   return out;
 }
@@ -220,7 +227,7 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
   TORCH_CHECK(self.size(2) == mat2.size(1), "Expected size for first two dimensions of batch2 tensor to be: [",
               self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
   check_dtypes(self, mat2);
-  resize_out(out, {self.size(0), self.size(1), mat2.size(2)});
+  resize_out(out, {self.size(0), self.size(1), mat2.size(2)}, self.scalar_type());
   plain_product("aten::bmm", self, mat2, out);
   return out;
 }
@@ -239,7 +246,7 @@ at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::
   const std::vector<int64_t> sizes{mat1.size(0), mat2.size(1)};
   TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
               self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
-  resize_out(out, sizes);
+  resize_out(out, sizes, mat1.scalar_type());
   product("aten::addmm", self, mat1, mat2, beta, alpha, out);
   return out;
 }
@@ -257,7 +264,7 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
   const std::vector<int64_t> sizes{batch1.size(0), batch1.size(1), batch2.size(2)};
   TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
               self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
-  resize_out(out, sizes);
+  resize_out(out, sizes, batch1.scalar_type());
   product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
   return out;
 }
@@ -270,7 +277,7 @@ at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::T
   TORCH_CHECK(mat.size(1) == vec.size(0), "size mismatch, got input (", self.size(0),
               "), mat (", mat.size(0), "x", mat.size(1), "), vec (", vec.size(0), ")");
   check_dtypes(mat, vec);
-  resize_out(out, {mat.size(0)});
+  resize_out(out, {mat.size(0)}, mat.scalar_type());
   product("aten::addmv", self, mat, vec, beta, alpha, out);
   return out;
 }
@@ -314,7 +321,7 @@ at::Tensor& int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tenso
               self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
   TORCH_CHECK(out.scalar_type() == at::kInt, "_int_mm expects an int32 result, got ",
               out.scalar_type());
-  resize_out(out, {self.size(0), mat2.size(1)});
+  resize_out(out, {self.size(0), mat2.size(1)}, at::kInt);
   plain_product("aten::_int_mm", self, mat2, out);
   return out;
 }
@@ -641,8 +648,23 @@ bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Te
     return false;
   }
   const c10::SymIntArrayRef qs = q.sym_sizes(), ks = k.sym_sizes(), vs = v.sym_sizes();
-  return ks[1] > 0 && qs[1] % ks[1] == 0 && ks[1] == vs[1] && qs[0] == ks[0] &&
-         ks[0] == vs[0] && qs[3] == ks[3] && ks[2] == vs[2];
+  if (!(ks[1] > 0 && qs[1] % ks[1] == 0 && ks[1] == vs[1] && qs[0] == ks[0] &&
+        ks[0] == vs[0] && qs[3] == ks[3] && ks[2] == vs[2])) {
+    return false;
+  }
+  // A mask that does not broadcast against the (batch, heads, query, key) scores is refused by
+  // the kernel: the math path then raises the CPU's error at the call (fused eager would record
+  // the fused op and report it at a later, unrelated synchronization). Checked on concrete sizes
+  // only: a traced graph's symbolic sizes are not specialized here.
+  if (mask.has_value() && mask->defined() && !q.unsafeGetTensorImpl()->has_symbolic_sizes_strides() &&
+      !mask->unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    const int64_t scores[4] = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    for (int64_t d = 1; d <= mask->dim(); ++d) {
+      const int64_t m = mask->size(-d);
+      if (m != 1 && m != scores[4 - d]) return false;
+    }
+  }
+  return true;
 }
 
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -1050,7 +1050,10 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   const bool capturing = t_capturing;
   if (runtime::eager_mode() != runtime::EagerMode::fused && !capturing) {
     // (Recorded work of another thread or before a switch runs before any op of another mode.)
-    if (s.any_pending.load(std::memory_order_relaxed)) materialize_all(FlushReason::mode_switch);
+    if (s.any_pending.load(std::memory_order_relaxed)) {
+      materialize_all(runtime::OpModeScope::forced() ? FlushReason::argument_check
+                                                      : FlushReason::mode_switch);
+    }
     return false;
   }
   if (capture == Capture::view) return false;

@@ -218,6 +218,25 @@ void raise_pending_interrupt() {
   throw std::move(error);
 }
 
+// A Python exception that is not an Exception (KeyboardInterrupt, SystemExit) stops the program.
+bool python_stops_program(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const python_error& e) {
+    if (!Py_IsInitialized()) return false;
+    py::gil_scoped_acquire gil;
+    // (Not persisted yet, the exception is still the thread's pending Python error.)
+    PyObject* type = e.type != nullptr ? e.type : PyErr_Occurred();
+    return type != nullptr && PyErr_GivenExceptionMatches(type, PyExc_Exception) == 0;
+  } catch (py::error_already_set& e) {
+    if (!Py_IsInitialized()) return false;
+    py::gil_scoped_acquire gil;
+    return !e.matches(PyExc_Exception);
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -227,6 +246,7 @@ PYBIND11_MODULE(_C, m) {
   hooks.without_gil = &run_without_gil;
   hooks.check_interrupt = &raise_pending_interrupt;
   hooks.holds_gil = [] { return Py_IsInitialized() && PyGILState_Check() != 0; };
+  hooks.stops_program = &python_stops_program;
   api::install_host_hooks(hooks);
   // Errors that carry a Python exception (the KeyboardInterrupt of an interrupted wait) reach
   // Python as that exception from these bindings too.
@@ -283,6 +303,12 @@ PYBIND11_MODULE(_C, m) {
     api::sync_all();
   });
 
+  // (A context for torchtpu/_custom_ops.py: entered and left on the same thread.)
+  py::class_<api::ForeignOp>(m, "_ForeignOp")
+      .def(py::init([] {
+        py::gil_scoped_release no_gil;  // (waits for the devices)
+        return new api::ForeignOp();
+      }));
   m.def("interrupted_once", [] { return api::interrupted_once(); });
   m.def("cancel_queued_work", [] {
     py::gil_scoped_release no_gil;

@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 20> kPolicies = {{
+constexpr std::array<FlushPolicy, 22> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -16,6 +16,8 @@ constexpr std::array<FlushPolicy, 20> kPolicies = {{
     {"out= tensor sized by the kernel", true, false},
     {"matmul run at once (dtype check or fallback)", true, false},
     {"no meta kernel", true, false},
+    {"arguments refused by the meta kernel (run at once)", false, true},
+    {"custom op without a tpu kernel", false, true},
     {"graph size limit", false, false},
     {"memory pressure", false, false},
     {"storage access", false, false},

@@ -18,6 +18,8 @@ enum class FlushReason : uint8_t {
   out_sized_by_kernel,
   matmul_at_once,
   no_meta_kernel,
+  argument_check,  // an op whose arguments its meta kernel refused runs at once (its error)
+  foreign_op,      // an op torchtpu has no kernel for, which may read device memory itself
   // the graph itself
   graph_size_limit,
   memory_pressure,

@@ -36,4 +36,13 @@ void check_interrupt() {
 
 bool interrupted_once() { return g_interrupted.load(); }
 
+namespace {
+std::atomic<StopsProgramHook> g_stops_program{nullptr};
+}  // namespace
+void set_stops_program_hook(StopsProgramHook hook) { g_stops_program.store(hook); }
+bool stops_program(std::exception_ptr error) {
+  StopsProgramHook hook = g_stops_program.load(std::memory_order_acquire);
+  return hook != nullptr && error != nullptr && hook(error);
+}
+
 }  // namespace torchtpu::runtime

@@ -1,4 +1,5 @@
 #pragma once
+#include <exception>
 // How the host waits for the device (docs/design.md, "Host waits").
 //
 // Two rules keep waits safe in a Python process, and the Python bindings install the hooks that
@@ -52,6 +53,13 @@ class NoInterrupt {
   NoInterrupt(const NoInterrupt&) = delete;
   NoInterrupt& operator=(const NoInterrupt&) = delete;
 };
+// Whether an exception raised by code torchtpu called (a kernel, a meta function, which may be
+// Python) stops the program rather than reporting an error: a KeyboardInterrupt, a SystemExit.
+// Such an exception is never taken for an argument error; it goes on up. (The bindings install
+// the hook; without it, nothing is.)
+using StopsProgramHook = bool (*)(std::exception_ptr error);
+void set_stops_program_hook(StopsProgramHook hook);
+bool stops_program(std::exception_ptr error);
 // True once an interrupt was raised from a host wait (the exit handler then drops queued work
 // instead of draining it).
 bool interrupted_once();

@@ -26,6 +26,7 @@ std::atomic<bool>& nan_slot() {
 }
 
 thread_local int t_op_mode = -1;  // OpModeScope, or -1
+thread_local bool t_op_forced = false;  // OpModeScope::run_synchronously() in this op
 
 }  // namespace
 
@@ -38,8 +39,24 @@ OpModeScope::OpModeScope() : outermost_(t_op_mode < 0) {
   if (outermost_) t_op_mode = static_cast<int>(eager_mode());
 }
 OpModeScope::~OpModeScope() {
-  if (outermost_) t_op_mode = -1;
+  if (outermost_) {
+    t_op_mode = -1;
+    t_op_forced = false;
+  }
 }
+
+void OpModeScope::run_synchronously() {
+  if (t_op_mode < 0) return;  // (outside an op)
+  t_op_mode = static_cast<int>(EagerMode::debug);
+  t_op_forced = true;
+}
+
+bool OpModeScope::forced() { return t_op_forced; }
+
+SynchronousScope::SynchronousScope() : previous_(t_op_mode) {
+  t_op_mode = static_cast<int>(EagerMode::debug);
+}
+SynchronousScope::~SynchronousScope() { t_op_mode = previous_; }
 
 void set_eager_mode(EagerMode mode) {
   // Work recorded by fused eager runs first and every pending tensor gets its memory.

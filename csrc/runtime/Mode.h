@@ -39,9 +39,29 @@ class OpModeScope {
   ~OpModeScope();
   OpModeScope(const OpModeScope&) = delete;
   OpModeScope& operator=(const OpModeScope&) = delete;
+  // The op entering now (inside its outermost scope) runs as in debug eager: synchronously, its
+  // errors raised at the call, after the work queued or recorded before it. For a call whose
+  // arguments the op's meta kernel refused (aten/CallChecks.cpp). `forced()` says so.
+  static void run_synchronously();
+  static bool forced();
 
  private:
   bool outermost_;
+};
+
+// While one is alive on this thread, every op the thread issues runs as in debug eager
+// (synchronously, its results with memory and values): for code that reads and writes device
+// memory itself between its ops, a C++ extension's op torchtpu has no kernel for
+// (api::ForeignOp). Nests.
+class SynchronousScope {
+ public:
+  SynchronousScope();
+  ~SynchronousScope();
+  SynchronousScope(const SynchronousScope&) = delete;
+  SynchronousScope& operator=(const SynchronousScope&) = delete;
+
+ private:
+  int previous_;
 };
 const char* name(EagerMode mode);
 EagerMode eager_mode_from_name(const std::string& name);

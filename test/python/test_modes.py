@@ -418,3 +418,21 @@ def test_work_issued_under_inference_mode_runs_wherever_it_is_run(mode, thread):
         expected = torch.relu(cache @ w).sum(-1)
     torch.testing.assert_close(results["y"], expected)
     torch.testing.assert_close(results["after"], cache * 2)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_an_attention_call_with_a_mask_that_does_not_broadcast_raises_at_the_call(mode):
+    # The fused attention kernel refused a mask that does not broadcast against the scores, and
+    # fused eager, which had recorded it, reported that inside a later, unrelated host read. The
+    # fused kernel is not chosen for such a mask: the math path raises the CPU's error at the call.
+    torchtpu.set_eager_mode(mode)
+    F = torch.nn.functional
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    with pytest.raises(RuntimeError) as cpu:
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    with pytest.raises(RuntimeError) as tpu:
+        F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), v.to("tpu"),
+                                       attn_mask=mask.to("tpu"))
+    assert str(tpu.value) == str(cpu.value)
+    assert torch.all(torch.ones(3, device="tpu") == 1.0).item()  # nothing left to raise later

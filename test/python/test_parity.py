@@ -650,8 +650,8 @@ def test_attention_with_a_mask_of_another_rank_trains_like_the_cpu(mode, mask_sh
 def test_a_non_empty_out_tensor_of_another_shape_is_resized_at_the_call_like_the_cpu(mode):
     """Strict and fused eager queued the op with the out= tensor as given and reported its shape at
     synchronization; the CPU resizes it with its deprecation warning. Now every mode does what the
-    CPU does, at the call; out= tensors that PyTorch's own functional kernels pass are not checked
-    (no second meta function on the hot path: counted in calls.out_shape_checks)."""
+    CPU does, at the call. The meta function runs once per call signature (calls.meta_checks):
+    a training step's second run repeats the first one's signatures and runs none.""" 
     import warnings
     torchtpu.set_eager_mode(mode)
 
@@ -676,17 +676,20 @@ def test_a_non_empty_out_tensor_of_another_shape_is_resized_at_the_call_like_the
     for g_, w_ in zip(got, want):
         assert torch.equal(g_, w_)
     assert got_warnings == want_warnings == 3
-    assert torchtpu.metrics.counters()["calls.out_shape_checks"] == 3
-    # A training step's functional ops pass their out= variant outputs they sized: never checked.
+    assert torchtpu.metrics.counters()["calls.meta_checks"] == 3
+    # A training step: its second run makes the same calls as its first, none checked again.
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 2))
     model.to("tpu")
     opt = torch.optim.AdamW(model.parameters())
-    torchtpu.metrics.reset()
-    loss = model(torch.randn(4, 8, device="tpu")).square().mean()
-    loss.backward()
-    opt.step()
-    torch.tpu.synchronize()
-    assert torchtpu.metrics.counters().get("calls.out_shape_checks", 0) == 0
+    for step in range(2):
+        torchtpu.metrics.reset()
+        loss = model(torch.randn(4, 8, device="tpu")).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        torch.tpu.synchronize()
+    counters = torchtpu.metrics.counters()
+    assert counters.get("calls.meta_checks", 0) == counters.get("calls.cpu_kernel_checks", 0) == 0
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug"])
@@ -708,7 +711,7 @@ def test_an_out_call_repeated_runs_the_meta_function_once_and_a_new_signature_ag
     torchtpu.metrics.reset()
     for _ in range(5):
         torch.add(a, b, alpha=2, out=out)
-    assert torchtpu.metrics.counters()["calls.out_shape_checks"] == 1
+    assert torchtpu.metrics.counters()["calls.meta_checks"] == 1
     assert torch.equal(out.cpu(), torch.add(a_cpu, b_cpu, alpha=2))
     for _ in range(2):  # a wrong shape: checked and resized at every call, with the warning
         wrong = torch.empty(5, device="tpu")
@@ -722,7 +725,7 @@ def test_an_out_call_repeated_runs_the_meta_function_once_and_a_new_signature_ag
     wrong = torch.empty(n, 4, device="tpu")
     torch.add(c, c, out=wrong)
     assert wrong.shape == (n, 5)
-    assert torchtpu.metrics.counters()["calls.out_shape_checks"] == 1 + 2 + 1
+    assert torchtpu.metrics.counters()["calls.meta_checks"] == 1 + 2 + 1
     assert torch.equal(wrong.cpu(), (c + c).cpu())
 
 
