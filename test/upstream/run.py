@@ -289,8 +289,10 @@ def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
             json.dump(control, f)
         cmd = [sys.executable, "-m", "pytest", rel, "-p", "upstream_plugin", "-q",
                "-p", "no:cacheprovider", "--rootdir", upstream, "-c", os.devnull,
-               f"--timeout={args.timeout}", "--timeout-method=signal",
-               "-W", "ignore::UserWarning", "-W", "ignore::DeprecationWarning"]
+               f"--timeout={args.timeout}", "--timeout-method=signal"]
+        # No -W filters: tests count warnings under Python's default filter
+        # (test_warn_invalid_degrees_of_freedom, test_bool_indices...); torchtpu's once-per-op
+        # fallback warning is silenced with TORCHTPU_FALLBACK=silent instead.
         for k in args.k:
             cmd += ["-k", k]
         with open(log_path, "a") as log:
@@ -461,6 +463,8 @@ def _parse(argv):
                    help="where the stored PyTorch files are (default build/upstream)")
     p.add_argument("--json", default=_DEFAULT_JSON, help="results file (merged)")
     p.add_argument("--list", action="store_true", help="list the files and their sources")
+    p.add_argument("--show", action="store_true",
+                   help="print the tables and failures of the results file (--json), run nothing")
     p.add_argument("-q", "--quiet", action="store_true", help="tables only")
     return p.parse_args(argv)
 
@@ -490,6 +494,17 @@ def main(argv=None) -> int:
     logs = os.path.join(upstream, "logs")
     os.makedirs(logs, exist_ok=True)
     selected = _select(args, upstream)
+    if args.show:
+        with open(args.json) as f:
+            data = json.load(f)
+        for mode, files in data.get("runs", {}).items():
+            for rel, summary in files.items():
+                print(f"\n[{mode}]", end="")
+                _print_table(rel, summary)
+                for fail in summary.get("failures", []):
+                    print(f"    {fail['outcome']:7s} {fail['id'].split('::', 1)[-1]}: "
+                          f"{fail['error'][:150]}")
+        return 0
     if args.list or not selected:
         for name, src in SOURCES.items():
             path = os.path.join(upstream, name)
