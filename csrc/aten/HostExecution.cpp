@@ -350,8 +350,11 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
       f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
 
   // Asynchronous (strict mode): ops whose results are their arguments, once those are sized,
-  // with no generator to lend. Everything else runs inline after the queued work.
+  // with no generator to lend. Everything else runs inline after the queued work, and so do ops
+  // whose result shapes depend on the values (nonzero's out= tensor: the CPU resizes it to the
+  // count it finds, whatever its size).
   const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
+                       f.traits->sizing != Sizing::value_dependent &&
                        (f.outs.empty() || outputs_already_sized(schema, *stack, base));
   if (enqueue) {
     Footprint footprint;

@@ -436,3 +436,23 @@ def test_an_attention_call_with_a_mask_that_does_not_broadcast_raises_at_the_cal
                                        attn_mask=mask.to("tpu"))
     assert str(tpu.value) == str(cpu.value)
     assert torch.all(torch.ones(3, device="tpu") == 1.0).item()  # nothing left to raise later
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_nonzero_into_a_non_empty_out_tensor_is_resized_like_the_cpu(mode):
+    # nonzero's result shape depends on the values: strict eager queued its out= variant with the
+    # out= tensor as given and refused it at synchronization ("does not have the result's
+    # shape"); the CPU resizes it (with its warning), and refuses an out= tensor not of long.
+    import warnings
+    torchtpu.set_eager_mode(mode)
+    x = torch.tensor([[0.0, 1.0], [2.0, 0.0], [3.0, 4.0]])
+    out_cpu = torch.empty([], dtype=torch.long)
+    out_tpu = torch.empty([], dtype=torch.long, device="tpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.nonzero(x, out=out_cpu)
+        torch.nonzero(x.to("tpu"), out=out_tpu)
+    assert torch.equal(out_tpu.cpu(), out_cpu)
+    with pytest.raises(RuntimeError, match="scalar type Long"):
+        torch.nonzero(x.to("tpu"), out=torch.empty([], device="tpu"))
+    torchtpu.sync()
