@@ -32,6 +32,20 @@ def _cpu_raises(op, sample) -> bool:
     return False
 
 
+def _call_then_sync(call):
+    """The exception the call raised (or None), then the one the next synchronization raised."""
+    raised = late = None
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - checked by the caller
+        raised = e
+    try:
+        torchtpu.sync()
+    except Exception as e:  # noqa: BLE001
+        late = e
+    return raised, late
+
+
 @pytest.mark.parametrize("op", OPS, ids=[f"{o.name}.{o.variant_test_name}" for o in OPS])
 def test_error_inputs_raise_at_the_call(op):
     torchtpu.set_fallback_mode("silent")
@@ -41,16 +55,7 @@ def test_error_inputs_raise_at_the_call(op):
         if not _cpu_raises(op, sample):
             continue
         key = (op.name, op.variant_test_name, error.error_regex, i)
-        raised = None
-        try:
-            op(sample.input, *sample.args, **sample.kwargs)
-        except Exception as e:  # noqa: BLE001 - checked below
-            raised = e
-        try:
-            torchtpu.sync()
-            late = None
-        except Exception as e:  # noqa: BLE001
-            late = e
+        raised, late = _call_then_sync(lambda: op(sample.input, *sample.args, **sample.kwargs))
         if key in XFAIL:
             assert raised is None, f"{key} now raises at the call: remove it from XFAIL"
             continue
@@ -111,16 +116,8 @@ def test_out_tensors_of_a_dtype_the_result_cannot_be_cast_to_raise_at_the_call(o
         cpu_error = e
     tpu = sample.transform(lambda x: x.to("tpu") if isinstance(x, torch.Tensor) else x)
     torchtpu.sync()
-    try:
-        op(tpu.input, *tpu.args, **tpu.kwargs, out=_long_like(expected))
-        raised = None
-    except Exception as e:  # noqa: BLE001
-        raised = e
-    try:
-        torchtpu.sync()
-        late = None
-    except Exception as e:  # noqa: BLE001
-        late = e
+    raised, late = _call_then_sync(
+        lambda: op(tpu.input, *tpu.args, **tpu.kwargs, out=_long_like(expected)))
     if cpu_error is None:
         assert raised is None and late is None, (raised, late)
         return
