@@ -275,14 +275,23 @@ CallChecks call_checks_of(const c10::OperatorHandle& op, Capture capture, bool c
   return checks;
 }
 
-namespace {
-
-// Was the tensor handed in from Python (it has a Python object)? PyTorch's structured
-// functional kernels allocate their results in C++ and pass them straight to the out= variant,
-// sized by the op's meta function: those have none yet.
 bool from_python(const at::Tensor& t) {
   return t.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() != nullptr;
 }
+
+namespace {
+struct DiscardWarnings final : c10::WarningHandler {
+  void process(const c10::Warning&) override {}
+};
+}  // namespace
+
+QuietWarnings::QuietWarnings() : previous_(c10::WarningUtils::get_warning_handler()) {
+  static DiscardWarnings discard;
+  c10::WarningUtils::set_warning_handler(&discard);
+}
+QuietWarnings::~QuietWarnings() { c10::WarningUtils::set_warning_handler(previous_); }
+
+namespace {
 
 // Is the out= tensor one of the op's inputs (an in-place call through the out= variant)?
 bool is_an_input(const Stack& stack, size_t base, size_t num_args, const CallChecks& checks,
@@ -386,10 +395,6 @@ std::unordered_set<Signature, SignatureHash>& checked_calls() {
 // would exceed kMaxScratchBytes: such calls are left to the meta kernel's checks.
 constexpr size_t kMaxScratchBytes = size_t(16) << 20;
 
-struct DiscardWarnings final : c10::WarningHandler {
-  void process(const c10::Warning&) override {}
-};
-
 enum class Verdict { passed, refused, not_run };
 
 Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size_t base,
@@ -432,8 +437,7 @@ Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size
   }
   static runtime::metrics::Counter runs("calls.cpu_kernel_checks");
   runs.add();
-  static DiscardWarnings discard;
-  const c10::WarningUtils::WarningHandlerGuard quiet(&discard);
+  const QuietWarnings quiet;
   const at::AutoDispatchBelowADInplaceOrView below_autograd;
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &scratch);

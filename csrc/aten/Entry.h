@@ -133,6 +133,25 @@ EntryHook entry_hook();
 // True while a torchtpu kernel runs on this thread.
 bool inside_kernel();
 
+// Was the tensor handed in from Python (it has a Python object)? PyTorch's structured functional
+// and in-place kernels allocate their results in C++ and pass them straight to the out= variant,
+// sized (and warned about) by the op's meta function: those have none yet.
+bool from_python(const at::Tensor& t);
+
+// While one is alive on this thread, PyTorch's warnings (TORCH_WARN) are dropped: for CPU
+// kernels run for checks on scratch copies, or run as device work whose warnings the call made
+// already (aten/CallChecks.cpp, aten/HostExecution.cpp).
+class QuietWarnings {
+ public:
+  QuietWarnings();
+  ~QuietWarnings();
+  QuietWarnings(const QuietWarnings&) = delete;
+  QuietWarnings& operator=(const QuietWarnings&) = delete;
+
+ private:
+  c10::WarningHandler* previous_;
+};
+
 // Argument checks made on the issuing thread at the call, before the op is queued or recorded
 // (aten/CallChecks.cpp): the checks that otherwise live only inside CPU kernels run later.
 struct CallChecks {

@@ -41,6 +41,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <optional>
 #include <mutex>
 #include <string_view>
 
@@ -345,6 +346,15 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     }
   }
 
+  // Called with out= tensors made in C++ (PyTorch's structured functional or in-place wrapper,
+  // which ran the op's meta function and made its warnings at the call), the CPU kernel's
+  // structured wrapper would run that meta function and warn again: its warnings are dropped.
+  bool warned_at_call = !f.outs.empty();
+  for (size_t i : f.outs) {
+    const c10::IValue& v = (*stack)[base + i];
+    if (v.isTensor() && v.toTensor().defined() && from_python(v.toTensor())) warned_at_call = false;
+  }
+
   // A foreach op is charged over its lists (foreach_elements), counted before they are replaced.
   const int64_t list_elements =
       f.foreach ? foreach_elements(torch::jit::last(*stack, num_args)) : 0;
@@ -386,6 +396,8 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                                                      }
                                                      return resizable_host_alias(t);
                                                    });
+                              std::optional<QuietWarnings> quiet;
+                              if (warned_at_call) quiet.emplace();
                               run_with_outs_kept(op, f, &host);
                             },
                             parallel)) {
@@ -411,7 +423,7 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     }
     return_arguments();
     launch(*device, name,
-           [op, &f, args = std::move(args), issued = std::move(issued)]() mutable {
+           [op, &f, args = std::move(args), issued = std::move(issued), warned_at_call]() mutable {
              // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
              // this work by a host thread, not here.)
              torch::jit::Stack host = args;
@@ -420,6 +432,8 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                if (!t.defined() || t.device().is_cpu()) return t;
                return issued[k++].host_alias();
              });
+             std::optional<QuietWarnings> quiet;
+             if (warned_at_call) quiet.emplace();
              run_with_outs_kept(op, f, &host);
            },
            std::move(written), parallel);
@@ -435,6 +449,8 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   });
   {
     const runtime::metrics::HostTime timed(name, /*lasting=*/true);
+    std::optional<QuietWarnings> quiet;
+    if (warned_at_call) quiet.emplace();
     run_on_host(op, stack, *device, route_results, f.generator, &footprint);
   }
   if (f.foreach) footprint.elements = list_elements;

@@ -456,3 +456,27 @@ def test_nonzero_into_a_non_empty_out_tensor_is_resized_like_the_cpu(mode):
     with pytest.raises(RuntimeError, match="scalar type Long"):
         torch.nonzero(x.to("tpu"), out=torch.empty([], device="tpu"))
     torchtpu.sync()
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_a_structured_op_warns_once_per_call_as_on_the_cpu(mode):
+    # PyTorch's structured functional wrapper runs the op's meta function (its warnings) and calls
+    # the out= variant, whose CPU kernel ran the same meta function again as device work: every
+    # warning twice (upstream test_indexing counts them: uint8 masks' deprecation).
+    import warnings
+    torchtpu.set_eager_mode(mode)
+    torch.set_warn_always(True)
+    try:
+        def count(device):
+            v = torch.arange(15.0, device=device).reshape(5, 3)
+            mask = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8, device=device)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got = v[mask].cpu()
+            return got, len(caught)
+
+        (want, n_cpu), (got, n_tpu) = count("cpu"), count("tpu")
+        assert torch.equal(got, want)
+        assert n_tpu == n_cpu == 1
+    finally:
+        torch.set_warn_always(False)
