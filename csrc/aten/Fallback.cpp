@@ -18,6 +18,8 @@
 #include "sim/CostModel.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/Functions.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
@@ -62,6 +64,41 @@ void add_tensors(c10::ArrayRef<c10::IValue> values, std::vector<at::Tensor>& out
       for (const at::Tensor& t : v.toTensorList()) out.push_back(t);
     }
   }
+}
+
+// aten::_to_cpu, which at::native::cpu_fallback calls to move the op's tpu tensors to the host.
+// Each copy keeps the tensor's sizes and strides (Tensor::cpu() keeps the strides of dense
+// tensors only, and makes the others contiguous), so that the CPU kernel sees the layout the op
+// was given on the device: a kernel may branch on it, and a derivative formula may assume the
+// branch from the device tensor (_linalg_det and _linalg_slogdet factor A^T where A is
+// contiguous, and linalg_det_backward solves with A^T's factors when A is contiguous).
+// A dimension of stride 0 is copied once (its other indices share the memory); a tensor whose
+// strides overlap otherwise is copied as Tensor::cpu() copies it.
+std::vector<at::Tensor> to_cpu_keeping_strides(at::TensorList tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) {
+    if (!t.defined() || t.device().is_cpu() || t.layout() != c10::kStrided ||
+        t.is_non_overlapping_and_dense()) {
+      out.push_back(t.defined() ? t.cpu() : t);
+      continue;
+    }
+    at::Tensor host = at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kCPU));
+    at::Tensor dst = host, src = t;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (t.stride(d) == 0 && t.size(d) > 1) {
+        dst = dst.narrow(d, 0, 1);
+        src = src.narrow(d, 0, 1);
+      }
+    }
+    if (at::has_internal_overlap(dst) == at::MemOverlap::Yes) {
+      out.push_back(t.cpu());
+      continue;
+    }
+    dst.copy_(src);
+    out.push_back(std::move(host));
+  }
+  return out;
 }
 
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -297,6 +334,10 @@ void set_fallback_mode(FallbackMode mode) { mode_slot().store(mode); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(entry_boxed<&fallback>(Capture::fallback));
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_to_cpu", entry(TORCH_FN(to_cpu_keeping_strides), Capture::none));
 }
 
 // Ops on quantized tpu tensors without a kernel of Quantized.cpp. PyTorch's cpu_fallback

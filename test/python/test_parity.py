@@ -789,3 +789,26 @@ def test_fused_attention_equals_the_cpus_flash_kernel_bit_for_bit(mode):
         what = f"{(B, H, L, S, E)} causal={causal} mask={mask_kind} rows_first={rows_first} {dtype}"
         for got, want in zip(results[1], results[0]):
             torch.testing.assert_close(got, want, atol=0, rtol=0, msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_det_and_slogdet_gradients_of_strided_inputs_match_the_cpu(mode):
+    """The CPU fallback copied a strided (not dense) input to the host contiguous: _linalg_det
+    then factored A^T (it does so for a contiguous A), while the derivative formula, seeing the
+    strided tpu tensor, solved with the factors as A's: the gradient came out transposed (upstream
+    test_noncontiguous_samples of linalg.det, linalg.slogdet, logdet). The fallback's host copies
+    keep the device tensor's strides."""
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 5, 5, generator=g)
+    grad = torch.randn(3, generator=g)
+    for view in (lambda t: t[..., ::2], lambda t: t.as_strided((3, 5, 5), (0, 10, 2))):
+        base = torch.zeros(3, 5, 10)
+        base[..., ::2] = a
+        for fn in (torch.linalg.det, lambda t: torch.linalg.slogdet(t)[1], torch.logdet):
+            x = view(base).requires_grad_()
+            want, = torch.autograd.grad(fn(x), x, grad)
+            xt = view(base.to("tpu")).requires_grad_()
+            assert xt.stride() == x.stride()
+            got, = torch.autograd.grad(fn(xt), xt, grad.to("tpu"))
+            _same(got, want, rtol=1e-4, atol=1e-4)
