@@ -539,7 +539,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     if (output_mask[2]) {  // a reduction on the VPU, in fp32
       std::vector<int64_t> dims{0};
       for (int64_t d = 2; d < gof.dim(); ++d) dims.push_back(d);
-      gb = gof.sum(dims);
+      // Summed over a dense copy of a strided grad_output: the sum's order, hence its rounding,
+      // is then the one of a dense grad_output (as on the CPU, whose kernels read grad_output
+      // dense), not one of the strides.
+      gb = gof.contiguous(gof.suggest_memory_format()).sum(dims);
     }
     if (dtype == at::kHalf) {
       for (auto* t : {&gi, &gw, &gb}) {
