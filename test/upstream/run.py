@@ -555,8 +555,10 @@ def main(argv=None) -> int:
             summaries[rel]["log"] = ""
             _print_table(rel, summaries[rel])
             continue
+        head = _git_head()  # the library may be rebuilt while a long run goes on
         run = _run_file(local, args, upstream, logs)
         summaries[rel] = _summarize(run)
+        summaries[rel]["torchtpu"] = head
         summaries[rel]["log"] = run["log"]
         _print_table(rel, summaries[rel])
     # JSON, merged with an earlier file's other entries
@@ -574,9 +576,8 @@ def main(argv=None) -> int:
     }
     runs = data.setdefault("runs", {}).setdefault(args.mode, {})
     for rel, s in summaries.items():
-        s["torchtpu"] = _git_head()
-        s["filter"] = {"k": args.k, "ops_dtypes": args.ops_dtypes if "ops" in rel else None,
-                       "timeout_s": args.timeout}
+        s["filter"] = {"k": args.k, "timeout_s": args.timeout,
+                       "ops_dtypes": args.ops_dtypes if rel == "test_ops.py" else None}
         runs[rel] = s
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
