@@ -18,11 +18,12 @@ _TRAILERS = ("\n\nfrom user code:", "\nfrom user code:", "\n\nSet TORCHDYNAMO_VE
              "\nSet TORCHDYNAMO_VERBOSE", "\n\nFor more information", "\nSet TORCH_LOGS",
              "\n\nYou can suppress this exception")
 _NORMALIZE = (
+    # (the backend's name before the devices': backend='tpu' is a backend)
+    (re.compile(r"backend=['\"]?[\w.]+['\"]?"), "backend=<backend>"),
+    (re.compile(r"\baot_eager\b"), "<backend>"),
     # a fake or real tensor's repr names its device unless it is the CPU: "device='tpu:0', "
     (re.compile(r"\bdevice=['\"][\w:]+['\"],?\s*"), ""),
     (re.compile(r"\b(?:tpu|privateuse1|privateuseone|cpu|meta)(?::\d+)?\b", re.I), "<device>"),
-    (re.compile(r"backend=['\"]?[\w.]+['\"]?"), "backend=<backend>"),
-    (re.compile(r"\baot_eager\b"), "<backend>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
     (re.compile(r"\s+"), " "),
 )

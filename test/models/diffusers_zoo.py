@@ -469,10 +469,11 @@ def sweep(args) -> None:
     zoo.run_sweep([(c, [sys.executable, __file__, "--one", c], {}) for c in classes], args)
 
 
-def report(paths: list[str]) -> None:
-    """docs/diffusers.md in the style of docs/models.md (the same generator, another title)."""
-    target = ROOT / "docs" / "diffusers.md"
-    zoo.report(paths, target)
+def report(paths: list[str], target: Path | None = None, note: str | None = None) -> None:
+    """docs/diffusers.md (or `target`) in the style of docs/models.md (the same generator, another
+    title); `note`: a paragraph after the header."""
+    target = target or ROOT / "docs" / "diffusers.md"
+    zoo.report(paths, target, note)
     text = target.read_text()
     text = text.replace("# Coverage: the transformers model zoo on \"tpu\"",
                         "# Coverage: the diffusers model zoo on \"tpu\"")
@@ -500,6 +501,8 @@ if __name__ == "__main__":
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--out", default=str(ROOT / "build" / "diffusers.jsonl"))
     p.add_argument("--report", nargs="+")
+    p.add_argument("--report-to", help="write the report here instead of docs/diffusers.md")
+    p.add_argument("--note", help="a paragraph the report adds after its header")
     a = p.parse_args()
     if a.one or a.probe:
         memory_guard()
@@ -509,6 +512,6 @@ if __name__ == "__main__":
     elif a.probe:
         probe(a.classes.split(",") if a.classes else model_classes())
     elif a.report:
-        report(a.report)
+        report(a.report, Path(a.report_to) if a.report_to else None, a.note)
     else:
         sweep(a)

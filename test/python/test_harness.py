@@ -235,6 +235,13 @@ def test_errors_compare_by_type_and_normalized_message():
     tpu = RuntimeError("view size is not compatible with input tensor's size and stride: "
                        "FakeTensor(..., device='tpu:0', size=(2, 8)) at 0x7f11bb\n\nfrom user code:\n  File x.py")
     assert same_failure(tpu, cpu) is None
+    # Dynamo's wrapper of a backend's error names the backend (GlmImageTransformer2DModel's,
+    # which the first version of the rule took for a device: backend='<device>')
+    cpu_b, tpu_b = (RuntimeError(f"backend='{b}' raised:\nDynamicOutputShapeException: "
+                                 f"aten.nonzero.default\n\nSet TORCHDYNAMO_VERBOSE=1 for the internal "
+                                 f"stack trace") for b in ("aot_eager", "tpu"))
+    assert same_failure(tpu_b, cpu_b) is None
+    assert "message" in same_failure(RuntimeError("backend='tpu' raised:\nTypeError: x"), cpu_b)
     assert "exception type" in same_failure(TypeError(str(tpu)), cpu)
     assert "message" in same_failure(RuntimeError("index 9 is out of bounds"), cpu)
     assert "message" in same_failure(RuntimeError("view size is not compatible: size=(2, 9)"), cpu)
