@@ -487,6 +487,15 @@ bool decomposable_foreach(const c10::OperatorHandle& op, const std::string& name
          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
 }
 
+// In-place ops whose one kernel, CompositeExplicitAutograd, calls an at::native out= function
+// directly rather than through the dispatcher, which runs the op's DispatchStub on the tensors'
+// device: on tpu, "DispatchStub: missing kernel for tpu". Run here, that composite is the CPU
+// entry of the op's dispatch table and runs on host aliases, as on the CPU.
+// conj_physical_: at::native::conj_physical_out(self, self).
+bool composite_calls_cpu_stub(const c10::OperatorName& op_name) {
+  return op_name.name == "aten::conj_physical_" && op_name.overload_name.empty();
+}
+
 bool returns_new_tensors(const c10::FunctionSchema& schema) {
   for (const auto& ret : schema.returns()) {
     if (ret.alias_info() == nullptr) return true;
@@ -552,7 +561,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     auto handle = c10::Dispatcher::singleton().findOp(op_name);
     if (!handle) continue;
     const bool foreach = decomposable_foreach(*handle, op_name.name);
-    if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+    if (!foreach && !handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+        !composite_calls_cpu_stub(op_name)) {
+      continue;
+    }
     if (has_own_kernel(*handle)) continue;  // a dedicated torchtpu kernel wins
     if (routed_to_out_variant(*handle)) continue;
     const std::string full = op_name.overload_name.empty()

@@ -840,3 +840,24 @@ def test_a_convolutions_bias_gradient_does_not_depend_on_grad_outputs_strides(mo
             grads.append(torch.autograd.grad(y, args, gy))
         for dense, strided in zip(*grads):
             torch.testing.assert_close(strided.cpu(), dense.cpu(), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_conj_physical_in_place_matches_the_cpu(mode):
+    """Tensor.conj_physical_() raised "DispatchStub: missing kernel for tpu": PyTorch's composite
+    kernel calls at::native::conj_physical_out directly, which runs the DispatchStub of the
+    tensors' device (upstream test_variant_consistency_eager_conj_physical, complex64)."""
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 3, dtype=torch.complex64, generator=g)
+    views = (lambda t: t, lambda t: t.conj(), lambda t: t[:, ::2], lambda t: t._neg_view())
+    for view in views:
+        want = view(x.clone()).conj_physical_()
+        got = view(x.clone().to("tpu")).conj_physical_()
+        assert got.is_conj() == want.is_conj()
+        _same(got.resolve_conj().resolve_neg(), want.resolve_conj().resolve_neg(), atol=0, rtol=0)
+    # a chain with it (recorded in fused eager), and a real tensor (nothing to do)
+    got = (x.to("tpu") * 2).conj_physical_().add_(1)
+    _same(got, (x * 2).conj_physical_().add_(1), atol=0, rtol=0)
+    r = torch.randn(3, generator=g)
+    _same(r.to("tpu").conj_physical_(), r, atol=0, rtol=0)
