@@ -172,7 +172,7 @@ constexpr Row kTable[] = {
     {"special_hermite_polynomial_he", vpu}, {"special_laguerre_polynomial_l", vpu},
     {"special_legendre_polynomial_p", vpu}, {"_prelu_kernel", vpu}, {"_prelu_kernel_backward", vpu},
     // more reductions, scans and order statistics
-    {"nansum", vpu}, {"trace", vpu}, {"median", vpu, 12}, {"nanmedian", vpu, 12}, {"mode", vpu, 12},
+    {"nansum", vpu | sized_by_rule}, {"trace", vpu}, {"median", vpu, 12}, {"nanmedian", vpu, 12}, {"mode", vpu, 12},
     {"kthvalue", vpu, 12}, {"_cummax_helper", vpu}, {"_cummin_helper", vpu},
     {"_logcumsumexp", vpu, 8}, {"renorm", vpu, 3}, {"searchsorted", vpu, 8},
     {"unique_consecutive", vpu | at_once}, {"index_reduce", vpu},

@@ -785,6 +785,18 @@ std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
     if (args[2].toInt() != 0) return std::vector<at::Tensor>{like({}, dtype)};
     return std::vector<at::Tensor>{like(at::infer_size(x.sizes(), t.sizes()), dtype)};
   }
+  if (name == "aten::nansum" && args[1].isIntList() && args[1].toIntList().empty()) {
+    // (self, dim, keepdim, dtype): the CPU kernel reduces every dimension for dim=[] (as sum
+    // does); PyTorch's meta kernel reduces none, which recorded a result of the input's shape.
+    const at::Tensor& x = args[0].toTensor();
+    const c10::ScalarType dtype =
+        !args[3].isNone() ? args[3].toScalarType()
+        : c10::isIntegralType(x.scalar_type(), /*includeBool=*/true) ? c10::kLong
+                                                                      : x.scalar_type();
+    std::vector<int64_t> sizes;
+    if (args[2].toBool()) sizes.assign(x.dim(), 1);
+    return std::vector<at::Tensor>{like(sizes, dtype)};
+  }
   if (name == "aten::mse_loss_backward") {
     // (grad_output, self, target, reduction)
     const at::Tensor& x = args[1].toTensor();

@@ -775,3 +775,22 @@ def test_complex128_values_kept_in_a_fused_regions_blocks_fit_their_buffers():
         print("fused regions", torchtpu.metrics.counters()["defer.fused_regions"])
         """)
     assert "fused regions 6" in out.stdout, out.stdout
+
+
+def test_nansum_over_an_empty_dim_list_reduces_every_dimension_like_the_cpu():
+    """The CPU's nansum(dim=[]) reduces every dimension (as sum does); PyTorch's meta kernel
+    reduces none, and fused eager recorded a result of the input's shape (upstream
+    test_dim_empty_nansum, test_dim_empty_keepdim_nansum in fused eager)."""
+    x = torch.tensor([[1.0, float("nan"), 2.0], [3.0, 4.0, float("nan")]])
+    for keepdim in (False, True):
+        for kw in ({}, {"dtype": torch.float64}):
+            want = torch.nansum(x, dim=[], keepdim=keepdim, **kw)
+            got = torch.nansum(x.to("tpu"), dim=[], keepdim=keepdim, **kw)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            torch.testing.assert_close(got.cpu(), want)
+        i = torch.tensor([[1, 2], [3, 4]], dtype=torch.int32)
+        got = torch.nansum(i.to("tpu"), dim=[], keepdim=keepdim)
+        want = torch.nansum(i, dim=[], keepdim=keepdim)
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+        torch.testing.assert_close(torch.nanmean(x.to("tpu"), dim=[], keepdim=keepdim).cpu(),
+                                   torch.nanmean(x, dim=[], keepdim=keepdim))
