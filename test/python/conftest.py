@@ -67,20 +67,22 @@ def _clean_state():
 EXIT_ABORT = "terminate called without an active exception"
 # torchrun exits with 1 whenever a rank fails, and lists each failed rank with its exit code
 # ("exitcode  : -6 (pid: ...)  (SIGABRT)"): a rank that failed for real (an example's "the loss
-# did not decrease", exit code 1) is listed beside one that aborted at exit.
+# did not decrease", exit code 1) is listed beside one that aborted at exit. Ranks still running
+# when one aborted are ended by torchrun and listed with -15 (SIGTERM).
 TORCHRUN_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.M)
 
 
 def aborted_at_exit(returncode: int, stderr: str) -> bool:
-    """The process (-6, or 134 through a shell) or, under torchrun (1), every rank torchrun
-    reports as failed aborted at exit with EXIT_ABORT and nothing else went wrong."""
+    """The process (-6, or 134 through a shell) aborted at exit with EXIT_ABORT; or, under
+    torchrun (1), a rank did and every other rank torchrun lists as failed was ended by torchrun
+    (-15) after it: no rank exited with an error of its own."""
     if EXIT_ABORT not in stderr:
         return False
     if returncode in (-6, 134):
         return True
     if returncode == 1:
-        codes = TORCHRUN_EXITCODE.findall(stderr)
-        return bool(codes) and all(int(c) == -6 for c in codes)
+        codes = {int(c) for c in TORCHRUN_EXITCODE.findall(stderr)}
+        return -6 in codes and codes <= {-6, -15}
     return False
 
 

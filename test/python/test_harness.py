@@ -165,7 +165,7 @@ def test_the_sweep_loop_counts_a_hung_tpu_side_as_a_backend_bug(tmp_path):
 # -- a rank's abort at exit under torchrun ------------------------------------------------------
 
 _RANK = '''
-import os, sys
+import os, sys, time
 rank = int(os.environ["RANK"])
 print(f"[rank {rank}] done", flush=True)
 if rank in ABORTS:
@@ -173,21 +173,24 @@ if rank in ABORTS:
     os.abort()
 if rank in FAILS:
     raise SystemExit(f"rank {rank}: the loss did not decrease")
+if rank in SLOW:
+    time.sleep(10)  # (still running when the other rank aborts: torchrun ends it, -15)
 '''
 
 
-@pytest.mark.parametrize("aborts,fails,accepted", [
-    ((0,), (), True), ((0, 1), (), True),
+@pytest.mark.parametrize("aborts,fails,slow,accepted", [
+    ((0,), (), (), True), ((0, 1), (), (), True), ((0,), (), (1,), True),
     # a rank that failed for real beside one that aborted at exit: accepted before, not now
-    ((0,), (1,), False), ((), (1,), False)], ids=["one-aborts", "both-abort", "abort-and-fail", "fail"])
-def test_a_real_failure_under_torchrun_is_not_an_abort_at_exit(aborts, fails, accepted, tmp_path):
+    ((0,), (1,), (), False), ((), (1,), (), False)],
+    ids=["one-aborts", "both-abort", "abort-and-other-ended", "abort-and-fail", "fail"])
+def test_a_real_failure_under_torchrun_is_not_an_abort_at_exit(aborts, fails, slow, accepted, tmp_path):
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     script = tmp_path / "ranks.py"
-    script.write_text(f"ABORTS, FAILS = {aborts!r}, {fails!r}\n" + _RANK)
+    script.write_text(f"ABORTS, FAILS, SLOW = {aborts!r}, {fails!r}, {slow!r}\n" + _RANK)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                            "--master-port", str(port), str(script)],
                           capture_output=True, text=True, timeout=120)
