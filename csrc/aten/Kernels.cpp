@@ -543,12 +543,12 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 // histc. PyTorch's CPU kernel takes floating types only, but CUDA's takes integers too, and
 // code written for accelerators relies on it (transformers' MoE routing counts expert indices
 // with histc when the device is not the CPU). Integers are counted through float32, exact for
-// |x| < 2^24.
+// |x| < 2^24. bool, which neither takes, reaches the CPU kernel and its error.
 
 at::Tensor histc(const at::Tensor& self, int64_t bins, const c10::Scalar& min,
                  const c10::Scalar& max) {
   wait_for_device(self.device());
-  const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
+  const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/false);
   const at::Tensor h = host_alias(self);
   at::Tensor result = at::histc(integral ? h.to(at::kFloat) : h, bins, min, max);
   if (integral) result = result.to(self.scalar_type());

@@ -389,3 +389,14 @@ def test_histc_counts_integers_like_cuda():
     assert got.dtype == torch.int32 and got.cpu().tolist() == [1, 2, 1, 3]
     f = torch.randn(100)
     assert torch.equal(torch.histc(f.to("tpu"), bins=7).cpu(), torch.histc(f, bins=7))
+
+
+def test_histc_of_a_bool_tensor_raises_the_cpus_error():
+    # Neither the CPU nor CUDA takes bool (CUDA's integer kernels exclude it); tpu counted it as an
+    # integer and returned a bool "histogram" (upstream test_dtypes_histc listed bool as working).
+    b = torch.tensor([True, False, True])
+    with pytest.raises(NotImplementedError) as cpu:
+        torch.histc(b, bins=4, min=0, max=3)
+    with pytest.raises(NotImplementedError) as tpu:
+        torch.histc(b.to("tpu"), bins=4, min=0, max=3)
+    assert str(tpu.value).splitlines()[0] == str(cpu.value).splitlines()[0]
