@@ -51,9 +51,10 @@ Output
 ------
 A progress line every 25 tests and one per failure, then a table per file (passed / failed /
 skipped / errors / n/a per test class) and JSON (``--json``; default
-benchmarks/results/upstream_suites.json, merged: a run replaces only the entries of the files
-and mode it ran) with each failing test's id and the first line of its error. pytest's own
-output for each file is in build/upstream/logs/.
+benchmarks/results/upstream_suites.json, or upstream_suites.partial.json for a run filtered
+with -k; merged under a lock: a run replaces only the entries of the files and mode it ran)
+with each failing test's id and the first line of its error. pytest's own output for each file
+is in build/upstream/logs/<file>.<mode>.<runner pid>.log.
 """
 from __future__ import annotations
 
@@ -259,9 +260,11 @@ def _read_events(path: str, pos: int) -> tuple[list[dict], int]:
 
 def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
     tag = rel.replace("/", "_").replace(".py", "")
-    results_path = os.path.join(logs, f"{tag}.{args.mode}.jsonl")
-    control_path = os.path.join(logs, f"{tag}.{args.mode}.control.json")
-    log_path = os.path.join(logs, f"{tag}.{args.mode}.log")
+    # One set of files per runner process: several runs (several engineers) may share the tree.
+    stem = f"{tag}.{args.mode}.{os.getpid()}"
+    results_path = os.path.join(logs, f"{stem}.jsonl")
+    control_path = os.path.join(logs, f"{stem}.control.json")
+    log_path = os.path.join(logs, f"{stem}.log")
     for p in (results_path, log_path):
         if os.path.exists(p):
             os.remove(p)
@@ -465,7 +468,9 @@ def _parse(argv):
                    help="new pytest processes a file may take after crashes and hangs")
     p.add_argument("--upstream-dir", default=_DEFAULT_UPSTREAM,
                    help="where the stored PyTorch files are (default build/upstream)")
-    p.add_argument("--json", default=_DEFAULT_JSON, help="results file (merged)")
+    p.add_argument("--json", default=None,
+                   help="results file, merged (default: benchmarks/results/upstream_suites.json, "
+                        "or upstream_suites.partial.json for a run with -k)")
     p.add_argument("--list", action="store_true", help="list the files and their sources")
     p.add_argument("--show", action="store_true",
                    help="print the tables and failures of the results file (--json), run nothing")
@@ -494,6 +499,9 @@ def _select(args, upstream: str) -> list[str]:
 
 def main(argv=None) -> int:
     args = _parse(argv)
+    if args.json is None:
+        args.json = _DEFAULT_JSON if not args.k or args.show else \
+            _DEFAULT_JSON.replace(".json", ".partial.json")
     upstream = os.path.abspath(args.upstream_dir)
     logs = os.path.join(upstream, "logs")
     os.makedirs(logs, exist_ok=True)
@@ -561,28 +569,34 @@ def main(argv=None) -> int:
         summaries[rel]["torchtpu"] = head
         summaries[rel]["log"] = run["log"]
         _print_table(rel, summaries[rel])
-    # JSON, merged with an earlier file's other entries
-    data = {}
-    if os.path.exists(args.json):
-        with open(args.json) as f:
-            data = json.load(f)
+    # JSON, merged with the file's other entries, under a lock (runs may end at the same time)
+    import fcntl
+
     import torch
-    data["generated_by"] = "test/upstream/run.py"
-    data["torch"] = f"{torch.__version__} ({torch.version.git_version[:10]})"
-    data["sources"] = {
-        **{k: {"repo": "pytorch/pytorch", **v} for k, v in SOURCES.items()},
-        **{f"openreg/{n}": {"repo": "pytorch/pytorch", "path": f"{_OPENREG_DIR}/{n}",
-                            **OPENREG_SOURCES.get(n, {})} for n in _openreg_files(upstream)},
-    }
-    runs = data.setdefault("runs", {}).setdefault(args.mode, {})
-    for rel, s in summaries.items():
-        s["filter"] = {"k": args.k, "timeout_s": args.timeout,
-                       "ops_dtypes": args.ops_dtypes if rel == "test_ops.py" else None}
-        runs[rel] = s
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+    with open(os.path.join(logs, "results.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = {}
+        if os.path.exists(args.json):
+            with open(args.json) as f:
+                data = json.load(f)
+        data["generated_by"] = "test/upstream/run.py"
+        data["torch"] = f"{torch.__version__} ({torch.version.git_version[:10]})"
+        data["sources"] = {
+            **{k: {"repo": "pytorch/pytorch", **v} for k, v in SOURCES.items()},
+            **{f"openreg/{n}": {"repo": "pytorch/pytorch", "path": f"{_OPENREG_DIR}/{n}",
+                                **OPENREG_SOURCES.get(n, {})} for n in _openreg_files(upstream)},
+        }
+        runs = data.setdefault("runs", {}).setdefault(args.mode, {})
+        for rel, s in summaries.items():
+            s["filter"] = {"k": args.k, "timeout_s": args.timeout,
+                           "ops_dtypes": args.ops_dtypes if rel == "test_ops.py" else None}
+            runs[rel] = s
+        tmp = args.json + f".{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, args.json)
     print(f"\nresults: {os.path.relpath(args.json, _REPO)}")
     return 0
 
