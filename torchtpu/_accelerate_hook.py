@@ -9,14 +9,12 @@ CPU it takes the current tpu device. ``cpu=True`` (``TrainingArguments(use_cpu=T
 explicit ``ACCELERATE_TORCH_DEVICE`` keep their meaning: Accelerate consults ``default_device``
 only when neither is given.
 
-The hook is a finder on ``sys.meta_path`` that patches the module once it has executed, so
-importing torchtpu does not import Accelerate.
+The module is patched once it has executed (``_import_hooks.after_import``), so importing
+torchtpu does not import Accelerate.
 """
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
+from ._import_hooks import after_import
 
 _MODULE = "accelerate.state"
 
@@ -41,37 +39,5 @@ def _patch(state_module) -> None:
     cls.default_device = prop
 
 
-class _Loader(importlib.abc.Loader):
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        _patch(module)
-
-    def __getattr__(self, name):  # the rest of the loader's interface (get_source, ...)
-        return getattr(self._loader, name)
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname, path, target=None):
-        if fullname != _MODULE:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _Loader(spec.loader)
-                return spec
-        return None
-
-
 def install() -> None:
-    if _MODULE in sys.modules:  # Accelerate came first
-        _patch(sys.modules[_MODULE])
-    elif not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    after_import(_MODULE, _patch)  # now if Accelerate came first, else once it is imported
