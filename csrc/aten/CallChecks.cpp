@@ -260,8 +260,11 @@ CallChecks call_checks_of(const c10::OperatorHandle& op, Capture capture, bool c
     if (args[i].alias_info() != nullptr && args[i].alias_info()->isWrite()) writes = true;
   }
   // In-place and out= ops of the host executor run their CPU kernels later (a worker, a fused
-  // region). (Random ops run at the call, their generator's advance known only then.)
-  const bool later = writes && cpu_kernel_later && capture != Capture::random;
+  // region); its functional ops too where fused eager records them. (Random ops run at the
+  // call, their generator's advance known only then.)
+  checks.recorded = !writes && capture == Capture::new_results;
+  const bool later =
+      (writes || checks.recorded) && cpu_kernel_later && capture != Capture::random;
   checks.cpu = later && op.hasKernelForAnyDispatchKey(c10::DispatchKeySet(
                             {c10::DispatchKey::CPU, c10::DispatchKey::CompositeExplicitAutograd,
                              c10::DispatchKey::CompositeExplicitAutogradNonFunctional}));
@@ -340,11 +343,24 @@ bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base
     for (int64_t d = 0; d < t.dim(); ++d) put(t.sizes()[d]), put(t.strides()[d]);
     put(t.storage_offset());
   };
+  // Which earlier argument a tensor argument is (an in-place call through an out= variant: the
+  // CPU kernel refuses to resize an out= tensor that is also an input), else -1.
+  auto put_identity = [&](size_t i, const at::Tensor& t) {
+    int64_t same = -1;
+    for (size_t j = 0; j < i && same < 0; ++j) {
+      const c10::IValue& w = stack[base + j];
+      if (w.isTensor() && t.defined() &&
+          w.toTensor().unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
+        same = static_cast<int64_t>(j);
+      }
+    }
+    put(same);
+  };
   put(reinterpret_cast<int64_t>(&op.schema()));
   for (size_t i = 0; i < num_args; ++i) {
     const c10::IValue& v = stack[base + i];
     if (v.isTensor()) {
-      put(1), put_tensor(v.toTensor());
+      put(1), put_tensor(v.toTensor()), put_identity(i, v.toTensor());
     } else if (v.isNone()) {
       put(2);
     } else if (v.isInt() || v.isBool()) {
@@ -381,10 +397,34 @@ bool signature_of(const c10::OperatorHandle& op, const Stack& stack, size_t base
 // Calls whose meta kernel accepted their arguments (and found their out= tensors of the right
 // shape), by signature, per thread: the same call again needs no second meta call. Meta kernels
 // of many ops are Python (PyTorch's torch._refs and meta registrations), 0.1-1 ms a call.
-std::unordered_set<Signature, SignatureHash>& checked_calls() {
-  thread_local std::unordered_set<Signature, SignatureHash> checked;
+// Each keeps the warnings its CPU kernel check made (none for most), made again at every call
+// of the signature, as the CPU kernel makes them at every call.
+using Warnings = std::shared_ptr<const std::vector<c10::Warning>>;
+struct Checked {
+  Warnings warnings;
+  bool by_cpu_kernel = false;  // (else by the meta kernel, or only out= shapes)
+};
+std::unordered_map<Signature, Checked, SignatureHash>& checked_calls() {
+  thread_local std::unordered_map<Signature, Checked, SignatureHash> checked;
   return checked;
 }
+
+// Collects the warnings made while one is alive on this thread.
+class CollectedWarnings final : public c10::WarningHandler {
+ public:
+  CollectedWarnings() : previous_(c10::WarningUtils::get_warning_handler()) {
+    c10::WarningUtils::set_warning_handler(this);
+  }
+  ~CollectedWarnings() override { c10::WarningUtils::set_warning_handler(previous_); }
+  CollectedWarnings(const CollectedWarnings&) = delete;
+  CollectedWarnings& operator=(const CollectedWarnings&) = delete;
+  void process(const c10::Warning& warning) override { warnings.push_back(warning); }
+  std::vector<c10::Warning> warnings;
+
+ private:
+  c10::WarningHandler* previous_;
+};
+
 
 // The op's CPU kernel run at the call on scratch copies of its device tensors (fresh zeroed host
 // memory with the same sizes, strides, offsets, dtypes and view bits, arguments sharing a device
@@ -398,14 +438,29 @@ constexpr size_t kMaxScratchBytes = size_t(16) << 20;
 enum class Verdict { passed, refused, not_run };
 
 Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size_t base,
-                         size_t num_args) {
+                         size_t num_args, Warnings* warnings) {
   Stack scratch(stack.begin() + static_cast<std::ptrdiff_t>(base),
                 stack.begin() + static_cast<std::ptrdiff_t>(base + num_args));
   std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
+  // One scratch tensor for each device tensor: an argument passed twice (self and out= of an
+  // in-place call through the out= variant) is one tensor to the CPU kernel too.
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;
   size_t bytes = 0;
   bool runnable = true;
+  // (Never write the caller's CPU tensors: those the op writes are cloned.)
+  const auto& args = op.schema().arguments();
+  for (size_t i = 0; i < num_args && i < args.size(); ++i) {
+    if (args[i].alias_info() == nullptr || !args[i].alias_info()->isWrite()) continue;
+    if (scratch[i].isTensor() && scratch[i].toTensor().defined() &&
+        scratch[i].toTensor().device().is_cpu()) {
+      scratch[i] = scratch[i].toTensor().clone();
+    }
+  }
   map_tensor_arguments(&scratch, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
     if (!runnable || !on_device(&t)) return t;
+    if (auto copy = copies.find(t.unsafeGetTensorImpl()); copy != copies.end()) {
+      return copy->second;
+    }
     if (t.layout() != at::kStrided || t.is_quantized() || !t.has_storage()) {
       runnable = false;
       return t;
@@ -422,28 +477,26 @@ Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size
       it = storages.emplace(key, at::zeros({static_cast<int64_t>(n)}, at::kByte).storage())
                .first;
     }
-    return with_view_bits(host_alias_over(it->second, t.sizes(), t.strides(),
-                                          t.storage_offset(), t.dtype(), /*resizable=*/true),
-                          t.is_conj(), t.is_neg());
+    at::Tensor copy =
+        with_view_bits(host_alias_over(it->second, t.sizes(), t.strides(), t.storage_offset(),
+                                       t.dtype(), /*resizable=*/true),
+                       t.is_conj(), t.is_neg());
+    copies.emplace(t.unsafeGetTensorImpl(), copy);
+    return copy;
   });
   if (!runnable) return Verdict::not_run;
-  const auto& args = op.schema().arguments();
-  for (size_t i = 0; i < num_args && i < args.size(); ++i) {
-    if (args[i].alias_info() == nullptr || !args[i].alias_info()->isWrite()) continue;
-    if (scratch[i].isTensor() && scratch[i].toTensor().defined() &&
-        scratch[i].toTensor().device().is_cpu()) {
-      scratch[i] = scratch[i].toTensor().clone();  // (never write the caller's CPU tensor)
-    }
-  }
   static runtime::metrics::Counter runs("calls.cpu_kernel_checks");
   runs.add();
-  const QuietWarnings quiet;
+  CollectedWarnings collected;
   const at::AutoDispatchBelowADInplaceOrView below_autograd;
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &scratch);
   } catch (const std::exception&) {
     if (runtime::stops_program(std::current_exception())) throw;
     return Verdict::refused;
+  }
+  if (!collected.warnings.empty()) {
+    *warnings = std::make_shared<const std::vector<c10::Warning>>(std::move(collected.warnings));
   }
   return Verdict::passed;
 }
@@ -470,23 +523,46 @@ bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& 
       resize = true;
     }
   }
-  // In debug eager the CPU kernel runs at the call anyway: only out= shapes are left to do.
-  const bool later = (checks.meta || checks.cpu) && runtime::asynchronous();
+  // In debug eager the CPU kernel runs at the call anyway: only out= shapes are left to do. (So
+  // does a functional op outside fused eager.)
+  const bool later = (checks.meta || checks.cpu) &&
+                     (checks.recorded ? runtime::eager_mode() == runtime::EagerMode::fused
+                                      : runtime::asynchronous());
   if (!resize && !later) return true;
   Signature key;
   const bool keyed = signature_of(op, stack, base, num_args, key);
-  std::unordered_set<Signature, SignatureHash>& known = checked_calls();
-  if (keyed && known.count(key) != 0) return true;
+  key.put(later);  // (a call checked in debug eager for its out= shapes alone is not checked)
+  auto& known = checked_calls();
+  // Out= tensors made in C++ come from PyTorch's structured functional or in-place wrapper,
+  // which made the call's warnings already (its meta function): they are not made again.
+  bool wrapped = !checks.outs.empty();
+  for (uint8_t i : checks.outs) {
+    const at::Tensor* out = tensor_at(stack, base, i);
+    if (out == nullptr || !out->defined() || from_python(*out)) wrapped = false;
+  }
+  auto warn_again = [&](const Warnings& warnings) {
+    if (warnings == nullptr || wrapped) return;
+    for (const c10::Warning& w : *warnings) c10::warn(w);
+  };
+  if (keyed) {
+    if (auto it = known.find(key); it != known.end()) {
+      warn_again(it->second.warnings);
+      set_call_warned(it->second.by_cpu_kernel);
+      return true;
+    }
+  }
+  Warnings warnings;
+  Verdict cpu = Verdict::not_run;
   auto remember = [&] {
     constexpr size_t kKept = 4096;  // signatures per thread; all dropped when full
     if (!keyed) return;
     if (known.size() >= kKept) known.clear();
-    known.insert(key);
+    known.emplace(key, Checked{warnings, cpu == Verdict::passed});
   };
   // The CPU kernel on scratch copies: the CPU's own checks. Where it cannot run (large or
   // unusual tensors), the meta kernel's checks instead.
-  Verdict cpu = Verdict::not_run;
-  if (later && checks.cpu) cpu = cpu_kernel_check(op, stack, base, num_args);
+  if (later && checks.cpu) cpu = cpu_kernel_check(op, stack, base, num_args, &warnings);
+  if (cpu == Verdict::passed) set_call_warned(true);
   if (cpu == Verdict::refused) {
     static runtime::metrics::Counter refused("calls.cpu_kernel_refused");
     refused.add();
@@ -500,7 +576,13 @@ bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& 
     static runtime::metrics::Counter checked("calls.meta_checks");
     checked.add();
     Stack meta(stack.end() - num_args, stack.end());
-    map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
+    std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;  // (as in cpu_kernel_check)
+    map_tensor_arguments(&meta, 0, meta.size(), [&](const at::Tensor& t) {
+      if (!t.defined()) return to_meta(t);
+      auto copy = copies.find(t.unsafeGetTensorImpl());
+      if (copy == copies.end()) copy = copies.emplace(t.unsafeGetTensorImpl(), to_meta(t)).first;
+      return copy->second;
+    });
     for (uint8_t i : checks.outs) {
       meta_outs.push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
     }
@@ -518,6 +600,9 @@ bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& 
       // No meta kernel, or debug eager, where the kernel runs now with the CPU's messages.
     }
   }
+  // The CPU kernel's warnings, as the call's (where the meta kernel sized out= tensors, it made
+  // them already: the same structured meta function).
+  if (!(resize && sized)) warn_again(warnings);
   bool resized = false;
   if (resize && sized) {
     for (size_t k = 0; k < checks.outs.size(); ++k) {

@@ -162,11 +162,19 @@ struct CallChecks {
   // new call signature is checked at the call by the CPU kernel run on scratch copies of the
   // arguments (`cpu`), or by its meta kernel (`meta`: it has one) where scratch copies are too
   // large. (torchtpu's own kernels check their arguments on the calling thread themselves.)
+  // Functional ops of the host executor (`recorded`) run their CPU kernel later only where fused
+  // eager records them (elsewhere they run at the call): checked at the call in fused eager alone.
   bool meta = false;
   bool cpu = false;
+  bool recorded = false;
   bool any() const { return !outs.empty() || specific != nullptr || meta || cpu; }
 };
 CallChecks call_checks_of(const c10::OperatorHandle& op, Capture capture, bool cpu_kernel_later);
+// Whether the CPU kernel's warnings of the op entering now on this thread were made at its call
+// (by its scratch check, check_at_call): its device work then runs with warnings dropped
+// (QuietWarnings), wherever and whenever it runs. Reset as each op enters torchtpu.
+bool call_warned();
+void set_call_warned(bool warned);
 // Raises the argument errors found at the call. Returns false when the op's meta kernel refused
 // the arguments: the call is then run at once, synchronously (runtime::OpModeScope::
 // run_synchronously), so that the CPU kernel raises its own error, with its own type and
@@ -199,6 +207,7 @@ class EntryKernel final : public c10::OperatorKernel {
       normalize_tensor_lists(stack, op.schema().arguments().size());
     }
     if (!inside_kernel()) {
+      set_call_warned(false);
       if (capture_ != Capture::fallback) {  // (the fallback runs the CPU kernel at the call)
         const CallChecks& c = checks(op);
         if (c.any() && !check_at_call(op, c, *stack, op.schema().arguments().size())) {

@@ -178,6 +178,10 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::D
   std::vector<Swapped> swapped;
   map_tensor_arguments(stack, base, num_args, [&](const at::Tensor& t) -> at::Tensor {
     if (!t.defined() || !t.device().is_privateuseone()) return t;
+    // A tensor passed twice is one alias (the CPU kernel sees an in-place call as in-place).
+    for (const auto& s : swapped) {
+      if (s.device.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return s.alias;
+    }
     at::Tensor alias = resizable_host_alias(t);
     swapped.push_back({t, alias});
     return alias;
@@ -354,6 +358,8 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     const c10::IValue& v = (*stack)[base + i];
     if (v.isTensor() && v.toTensor().defined() && from_python(v.toTensor())) warned_at_call = false;
   }
+  // (Or the call's scratch check made the CPU kernel's warnings: CallChecks.)
+  if (call_warned()) warned_at_call = true;
 
   // A foreach op is charged over its lists (foreach_elements), counted before they are replaced.
   const int64_t list_elements =
@@ -389,13 +395,18 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     if (launch_here_if_idle(*device, name,
                             [&] {
                               torch::jit::Stack host(stack->begin() + base, stack->end());
-                              map_tensor_arguments(&host, 0, num_args,
-                                                   [](const at::Tensor& t) -> at::Tensor {
-                                                     if (!t.defined() || t.device().is_cpu()) {
-                                                       return t;
-                                                     }
-                                                     return resizable_host_alias(t);
-                                                   });
+                              c10::SmallVector<std::pair<const c10::TensorImpl*, at::Tensor>, 4>
+                                  aliases;  // (a tensor passed twice is one alias)
+                              map_tensor_arguments(
+                                  &host, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+                                    if (!t.defined() || t.device().is_cpu()) return t;
+                                    for (const auto& [impl, alias] : aliases) {
+                                      if (impl == t.unsafeGetTensorImpl()) return alias;
+                                    }
+                                    aliases.emplace_back(t.unsafeGetTensorImpl(),
+                                                         resizable_host_alias(t));
+                                    return aliases.back().second;
+                                  });
                               std::optional<QuietWarnings> quiet;
                               if (warned_at_call) quiet.emplace();
                               run_with_outs_kept(op, f, &host);
@@ -408,10 +419,17 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     // issue time (as a kernel launch captures its arguments); the stream's worker makes the
     // host aliases from those, so the issuing thread allocates none.
     c10::SmallVector<IssuedTensor, 4> issued;
+    // For each issued tensor, the earlier one it is (-1: none): a tensor passed twice is one
+    // alias when the op runs, so the CPU kernel sees an in-place call as in-place.
+    c10::SmallVector<int, 4> same_as;
+    c10::SmallVector<const c10::TensorImpl*, 4> impls;
     torch::jit::Stack args(stack->begin() + base, stack->end());
     map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
       if (!t.defined()) return t;
       if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
+      const auto first = std::find(impls.begin(), impls.end(), t.unsafeGetTensorImpl());
+      same_as.push_back(first == impls.end() ? -1 : static_cast<int>(first - impls.begin()));
+      impls.push_back(t.unsafeGetTensorImpl());
       issued.push_back(IssuedTensor::of(t));
       return t;
     });
@@ -423,14 +441,17 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     }
     return_arguments();
     launch(*device, name,
-           [op, &f, args = std::move(args), issued = std::move(issued), warned_at_call]() mutable {
+           [op, &f, args = std::move(args), issued = std::move(issued),
+            same_as = std::move(same_as), warned_at_call]() mutable {
              // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
              // this work by a host thread, not here.)
              torch::jit::Stack host = args;
-             size_t k = 0;
+             c10::SmallVector<at::Tensor, 4> aliases;
              map_tensor_arguments(&host, 0, host.size(), [&](const at::Tensor& t) -> at::Tensor {
                if (!t.defined() || t.device().is_cpu()) return t;
-               return issued[k++].host_alias();
+               const size_t k = aliases.size();
+               aliases.push_back(same_as[k] >= 0 ? aliases[same_as[k]] : issued[k].host_alias());
+               return aliases.back();
              });
              std::optional<QuietWarnings> quiet;
              if (warned_at_call) quiet.emplace();

@@ -34,6 +34,7 @@
 #include <ATen/ops/mean.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/OpMathType.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
@@ -103,7 +104,11 @@ namespace torchtpu::aten {
 namespace {
 std::atomic<EntryHook> g_entry_hook{nullptr};
 thread_local int t_kernel_depth = 0;
+thread_local bool t_call_warned = false;
 }  // namespace
+
+bool call_warned() { return t_call_warned; }
+void set_call_warned(bool warned) { t_call_warned = warned; }
 
 void set_entry_hook(EntryHook hook) { g_entry_hook.store(hook); }
 EntryHook entry_hook() { return g_entry_hook.load(std::memory_order_acquire); }
@@ -607,8 +612,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm(
   auto [out, save_mean, save_invstd] = at::native_batch_norm(
       host_alias(input), host_alias_opt(weight), host_alias_opt(bias),
       host_alias_opt(running_mean), host_alias_opt(running_var), training, momentum, eps);
+  // In inference the CPU returns empty saved statistics, and every other device the running
+  // mean and inverse standard deviation, per channel: PyTorch's meta function and decomposition
+  // give those for any device but the CPU (so fake tensors and compiled graphs expect them).
+  if (!training && running_mean.has_value() && running_mean->defined() &&
+      running_var.has_value() && running_var->defined() && save_mean.numel() == 0) {
+    const c10::ScalarType accumulate = at::toOpMathType(input.scalar_type());
+    save_mean = host_alias(*running_mean).to(accumulate, /*non_blocking=*/false, /*copy=*/true);
+    save_invstd = host_alias(*running_var).to(accumulate).add(eps).rsqrt();
+  }
   const auto device = input.device();
   return {on_device(out, device), on_device(save_mean, device), on_device(save_invstd, device)};
+}
+
+// The running-statistics overload is native_batch_norm under another name (the CPU fallback
+// would give it the CPU's empty saved statistics in inference).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, at::Tensor& running_mean, at::Tensor& running_var,
+    bool training, double momentum, double eps) {
+  return (native_batch_norm)(input, weight, bias, std::optional<at::Tensor>(running_mean),
+                             std::optional<at::Tensor>(running_var), training, momentum, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
@@ -835,6 +859,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mode.values", entry(TORCH_FN(mode_values), Capture::none));
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
+  m.impl("_native_batch_norm_legit", entry(TORCH_FN(native_batch_norm_legit), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
   // (Composites: not entries. The out= kernels they call are: counted, checked, recorded.)
   namespace generic = at::compositeexplicitautogradnonfunctional;

@@ -102,6 +102,7 @@ struct FusedOp {
   std::vector<Source> operands;
   std::vector<Source> results;
   bool copy = false;
+  bool warned_at_call = false;  // (Node::warned_at_call)
   bool out_overload = false;  // the op run is an ".out" (or ".Scalar_out") overload
   aten::PointwiseFn fn = aten::PointwiseFn::none;  // of the op run (OpTraits)
   explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
@@ -589,7 +590,11 @@ void FusedRegion::run() const {
             stack[1].toTensor().copy_(stack[0].toTensor());
             continue;
           }
-          f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+          {
+            std::optional<aten::QuietWarnings> quiet;
+            if (f.warned_at_call) quiet.emplace();
+            f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+          }
           for (size_t r = 0; r < f.results.size(); ++r) {
             const Source& s = f.results[r];
             if (s.kind == Source::block) {
@@ -761,6 +766,8 @@ class Executor {
       // (Work the kernel enqueues is named with the recorded line too, for errors reported at
       // synchronization.)
       const aten::LaunchNote note(n.location.empty() ? std::string() : where(n));
+      std::optional<aten::QuietWarnings> quiet;
+      if (n.warned_at_call) quiet.emplace();
       n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
       sim::set_precision_override(previous);
     } catch (const c10::Error&) {
@@ -919,6 +926,7 @@ class Executor {
       f.name = n.name;
       f.node = i;
       f.copy = n.capture == aten::Capture::copy;
+      f.warned_at_call = n.warned_at_call;
       f.operands.reserve(n.operands.size() + 1);  // (relu below adds one)
       f.results.reserve(n.results.size());
       for (size_t j = 0; j < n.operands.size(); ++j) {

@@ -92,6 +92,9 @@ struct Node {
   // The op can raise on the values it reads (an index out of range, an integer division by
   // zero): never eliminated, so that fused eager reports what strict eager reports.
   bool checks_values = false;
+  // The CPU kernel's warnings of the call were made at the call (aten::call_warned()): the op
+  // runs with warnings dropped.
+  bool warned_at_call = false;
   Dims shape;
   std::string location;            // Python location, when recorded
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded

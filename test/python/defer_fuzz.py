@@ -241,7 +241,11 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                 pool.append(x.reshape(-1))
         elif kind == "inplace":
             if broadcastable(x, y) and torch.broadcast_shapes(x.shape, y.shape) == x.shape and x is not y:
-                x.add_(y, alpha=st["s"])
+                if st["r"] < 0.3:
+                    # an in-place call through an out= variant: ldexp_ is mul.out(x, 2**y, out=x)
+                    x.ldexp_(y.clamp(-3, 3).round())
+                else:
+                    x.add_(y, alpha=st["s"])
             else:
                 x.mul_(st["s"])
         elif kind == "foreach_inplace":

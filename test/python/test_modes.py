@@ -480,3 +480,71 @@ def test_a_structured_op_warns_once_per_call_as_on_the_cpu(mode):
         assert n_tpu == n_cpu == 1
     finally:
         torch.set_warn_always(False)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_an_in_place_call_through_an_out_variant_refuses_to_broadcast_at_the_call(mode):
+    # ldexp_ is PyTorch's composite: mul.out(self, 2**other, out=self). The call check and the
+    # device work gave self and out= host copies of their own, so the CPU kernel took the call for
+    # an out= call, resized the out= copy (with its warning) and failed only at synchronization;
+    # run synchronously, it resized self itself. One tensor passed twice is one tensor to the CPU
+    # kernel now, as on the CPU.
+    torchtpu.set_eager_mode(mode)
+    x_cpu, y_cpu = torch.randn(3), torch.randn(2, 3)
+    with pytest.raises(RuntimeError) as cpu_error:
+        x_cpu.clone().ldexp_(y_cpu)
+    x = x_cpu.to("tpu")
+    with pytest.raises(RuntimeError) as tpu_error:
+        x.ldexp_(y_cpu.to("tpu"))
+    assert str(tpu_error.value) == str(cpu_error.value)
+    assert x.shape == (3,)
+    torchtpu.sync()  # (nothing left to fail)
+    assert torch.equal(x.cpu(), x_cpu)
+    # The same call with matching shapes runs in place, through the same path.
+    y = torch.randn(3)
+    x.ldexp_(y.to("tpu"))
+    assert torch.equal(x.cpu(), x_cpu.clone().ldexp_(y))
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_the_cpu_kernels_warnings_are_made_at_every_call_in_every_mode(mode):
+    # Fused eager ran index_put_ later and its uint8-mask deprecation went to the C++ log at the
+    # flush; strict eager lost it when the stream's worker ran the op. The call check's CPU kernel
+    # run makes the warnings at the call (each call of a signature), and the device work runs
+    # with them dropped.
+    import warnings
+    torchtpu.set_eager_mode(mode)
+    torch.set_warn_always(True)
+    try:
+        def run(device):
+            a = torch.zeros(4, device=device)
+            mask = torch.tensor([1, 0, 1, 0], dtype=torch.uint8, device=device)
+            one = torch.tensor(1.0, device=device)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    a.index_put_((mask,), one, accumulate=True)
+                got = a.cpu()
+            return got, [str(w.message) for w in caught]
+
+        (want, cpu_warnings), (got, tpu_warnings) = run("cpu"), run("tpu")
+        assert torch.equal(got, want)
+        assert len(cpu_warnings) == 3 and tpu_warnings == cpu_warnings
+    finally:
+        torch.set_warn_always(False)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_a_recorded_functional_op_raises_its_argument_errors_at_the_call(mode):
+    # Fused eager recorded functional host ops with their result shapes from the meta kernel, and
+    # the CPU kernel's own argument checks came at the flush or never (searchsorted's side=, a
+    # reduction over more than 64 dims). Recorded, they are checked at the call like in-place
+    # and out= ops: their CPU kernel on scratch copies, once per signature.
+    torchtpu.set_eager_mode(mode)
+    for device in ("cpu", "tpu"):
+        sorted_ = torch.arange(5.0, device=device)
+        with pytest.raises(RuntimeError, match="side can only be 'left' or 'right'"):
+            torch.searchsorted(sorted_, torch.randn(4, device=device), side="bad")
+        with pytest.raises(RuntimeError, match="up to 64 dims"):
+            torch.nansum(torch.zeros([1] * 65, device=device), dim=list(range(65)))
+    torchtpu.sync()
