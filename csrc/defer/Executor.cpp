@@ -750,12 +750,35 @@ class Executor {
     return o.tensor;
   }
 
+  // An operand of an op replayed: a tensor the graph does not hold (key < 0) with the geometry
+  // it was recorded with (an in-place metadata op, such as unsqueeze_ then squeeze_ around an
+  // in-place op, may have changed it since). A tensor the op takes twice is one tensor (`seen`),
+  // as it was at the call (self and out= of an in-place call through an out= variant).
+  at::Tensor replayed_operand(const Operand& o, int key,
+                              c10::SmallVector<std::pair<const Operand*, at::Tensor>, 4>& seen) {
+    if (key >= 0 || !o.tensor.defined() || !o.tensor.device().is_privateuseone() ||
+        (o.tensor.sizes() == c10::IntArrayRef(o.sizes) &&
+         o.tensor.strides() == c10::IntArrayRef(o.strides) &&
+         o.tensor.storage_offset() == o.offset)) {
+      return tensor_of(o, key);
+    }
+    for (const auto& [other, view] : seen) {
+      if (other->tensor.unsafeGetTensorImpl() == o.tensor.unsafeGetTensorImpl() &&
+          other->sizes == o.sizes && other->strides == o.strides && other->offset == o.offset) {
+        return view;
+      }
+    }
+    seen.emplace_back(&o, device_view(o.tensor.storage(), o));
+    return seen.back().second;
+  }
+
   void replay(int i) {
     Node& n = nodes_[i];
     torch::jit::Stack stack = n.args;
     size_t j = 0;
+    c10::SmallVector<std::pair<const Operand*, at::Tensor>, 4> seen;
     for_each_tensor_slot(stack, [&](at::Tensor& t) {
-      t = tensor_of(n.operands[j], keys_.operands[i][j]);
+      t = replayed_operand(n.operands[j], keys_.operands[i][j], seen);
       ++j;
     });
     const c10::DeviceGuard guard(n.device);

@@ -261,7 +261,13 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
             roots = torch._foreach_sqrt(torch._foreach_add([x.abs(), y.abs()], 1.0))
             pool.append(roots[0] * roots[1] if broadcastable(x, y) else roots[0])
         elif kind == "inplace_view":
-            if x.dim() >= 1 and x.shape[0] > 1:
+            if st["r"] < 0.25:
+                # an in-place op between in-place metadata changes (dropout3d of an unbatched
+                # input): it runs on the geometry it was called with
+                x.unsqueeze_(0)
+                x.mul_(x.cos() * st["s"])  # (an operand of the unsqueezed shape)
+                x.squeeze_(0)
+            elif x.dim() >= 1 and x.shape[0] > 1:
                 x[1:].mul_(st["s"]).add_(0.5)  # a view of the base, updated in place
             else:
                 x.add_(st["s"])

@@ -548,3 +548,24 @@ def test_a_recorded_functional_op_raises_its_argument_errors_at_the_call(mode):
         with pytest.raises(RuntimeError, match="up to 64 dims"):
             torch.nansum(torch.zeros([1] * 65, device=device), dim=list(range(65)))
     torchtpu.sync()
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_an_in_place_op_between_in_place_metadata_changes_runs_on_the_recorded_geometry(mode):
+    # dropout3d(inplace=True) of an unbatched input: x.unsqueeze_(0), x.mul_(noise),
+    # x.squeeze_(0). Fused eager replayed the recorded mul on x as it was at the flush (squeezed
+    # back), and the CPU kernel refused the broadcast at synchronization (upstream test_ops'
+    # test_variant_consistency_eager_nn_functional_dropout3d).
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    x_cpu = torch.randn(5, 4, 3, 2, generator=g)
+    noise_cpu = torch.rand(1, 5, 1, 1, 1, generator=g)
+    results = []
+    for x, noise in ((x_cpu.clone(), noise_cpu), (x_cpu.to("tpu"), noise_cpu.to("tpu"))):
+        x.unsqueeze_(0)
+        x.mul_(noise)
+        x.squeeze_(0)
+        x.add_(1)
+        results.append(x.cpu())
+    assert torch.equal(results[1], results[0])
+    torchtpu.sync()
