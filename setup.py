@@ -11,6 +11,8 @@ from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
 
 ROOT = Path(__file__).resolve().parent
 
@@ -52,13 +54,46 @@ class CMakeBuild(build_ext):
             )
 
 
+# A line Python runs at startup (site-packages/*.pth): it installs the finder that lets
+# `import torch_tpu` reach torchtpu's twin of TorchTPU's package when no real TorchTPU is
+# installed (torchtpu/_torch_tpu_finder.py), without importing torchtpu or torch. It never fails
+# Python's start.
+PTH_NAME = "torchtpu-torch_tpu.pth"
+PTH_LINE = (
+    "import sys; exec('try:\\n import importlib.util as u, os\\n s = u.find_spec(\"torchtpu\")\\n"
+    " f = os.path.join(s.submodule_search_locations[0], \"_torch_tpu_finder.py\")\\n"
+    " g = {\"__name__\": \"torchtpu_torch_tpu_finder\", \"__file__\": f}\\n"
+    " exec(compile(open(f).read(), f, \"exec\"), g)\\n g[\"install\"]()\\n"
+    "except Exception:\\n pass')\n"
+)
+
+
+class BuildPy(build_py):
+    """Also writes the startup line into the wheel's root (it lands in site-packages)."""
+
+    def run(self):
+        super().run()
+        Path(self.build_lib, PTH_NAME).write_text(PTH_LINE)
+
+    def get_outputs(self, include_bytecode=True):
+        return super().get_outputs(include_bytecode) + [str(Path(self.build_lib, PTH_NAME))]
+
+
+class EditableWheel(editable_wheel):
+    """An editable install (`pip install -e .`) gets the startup line too."""
+
+    def _install_namespaces(self, installation_dir, pth_prefix):
+        super()._install_namespaces(installation_dir, pth_prefix)
+        Path(installation_dir, PTH_NAME).write_text(PTH_LINE)
+
+
 setup(
     name="torchtpu",
     version="0.1.0",
     description="A simulated Google TPU as a PyTorch device ('tpu'), for CPU machines",
     packages=find_packages(include=["torchtpu", "torchtpu.*"]),
     ext_modules=[CMakeExtension("torchtpu._C")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy, "editable_wheel": EditableWheel},
     python_requires=">=3.10",
     install_requires=["torch==2.13.0", "numpy"],
     package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*"]},

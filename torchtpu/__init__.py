@@ -54,6 +54,9 @@ _backend_meta.install()  # set_tensor_metadata's keys through fake tensors, deep
 from . import distributed as _distributed  # noqa: E402
 
 _distributed.register()  # c10d backend "tpu_dist", the default of device "tpu" (docs/distributed.md)
+from . import _torch_tpu_finder  # noqa: E402
+
+_torch_tpu_finder.install()  # `import torch_tpu` without a real TorchTPU (docs/coming-from-torchtpu.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,
@@ -86,7 +89,7 @@ def set_eager_mode(mode: str) -> None:
     stream, the host returns at once, errors surface at the next synchronization), ``"debug"``
     (synchronous on the calling thread, errors at the faulting op) or ``"fused"``
     (DeferAndFuse: ops are recorded and run as fused regions). Pending work is finished first.
-    Initially TORCHTPU_EAGER_MODE, or TPU_LAUNCH_BLOCKING=1 (debug), TORCH_TPU_DEFER_AND_FUSE=1
+    Initially TORCHTPU_EAGER_MODE, or TPU_LAUNCH_BLOCKING=1 (debug), TPU_DEFER_AND_FUSE=1
     (fused). An op that is running when another thread switches finishes in the mode it started
     in (docs/eager-modes.md, "Threads")."""
     sync()

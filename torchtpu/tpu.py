@@ -1,6 +1,7 @@
 """The device module, registered as ``torch.tpu``: the counterpart of ``torch.cuda``."""
 from __future__ import annotations
 
+import enum
 import threading
 import traceback
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ __all__ = [
     "reset_accumulated_host_memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "default_stream", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "StreamContext",
-    "synchronize",
+    "synchronize", "Precision",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +95,50 @@ def init() -> None:
     _lazy_init()
 
 
+# Google TorchTPU's names for starting and stopping the runtime (its notebooks' helpers call
+# them). The simulated runtime starts once per process; stopping it finishes the queued work and
+# returns cached memory, and it stays usable.
+@dataclass(frozen=True)
+class _RuntimeInitialization:
+    device_count: int
+    device_id: int
+
+
+def _init_runtime(device_type: str = "tpu") -> _RuntimeInitialization:
+    if device_type != "tpu":
+        raise ValueError(f"torch.tpu starts the 'tpu' runtime, not {device_type!r}")
+    _lazy_init()
+    return _RuntimeInitialization(device_count(), current_device())
+
+
+def _init_runtime_options(device_type: str = "tpu") -> None:
+    import atexit
+    _init_runtime(device_type)
+    atexit.register(_shutdown_runtime)
+
+
+def _shutdown_runtime() -> None:
+    if not is_initialized():
+        return
+    import torchtpu
+    torchtpu.sync()
+    empty_cache()
+
+
+def _hbm_usage_summary() -> str:
+    """HBM in use per device, as TorchTPU prints it. Plans of fused eager and compiled programs
+    live in host memory here (TorchTPU keeps its executables in HBM), so this is the tensors'."""
+    lines = []
+    for i in range(device_count()):
+        stats = memory_stats(i)
+        lines.append(
+            f"tpu:{i} ({get_device_name(i)}): {stats.get('allocated_bytes.all.current', 0)} bytes "
+            f"allocated, {stats.get('reserved_bytes.all.current', 0)} reserved, "
+            f"{stats.get('allocated_bytes.all.peak', 0)} peak, of "
+            f"{get_device_properties(i).total_memory} bytes of HBM")
+    return "\n".join(lines)
+
+
 def _index(dev: Any, optional: bool = True) -> int:
     if isinstance(dev, str):
         dev = torch.device(dev)
@@ -143,16 +188,31 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.bfloat16, torch.float16]
 
 
+class Precision(enum.Enum):
+    """The MXU precision of float32 matmuls and convolutions, under Google TorchTPU's names (its
+    ``torch.tpu.Precision``, StableHLO's precision configuration): ``DEFAULT`` rounds the
+    operands to bfloat16 (1 pass), ``HIGH`` multiplies in 3 bfloat16 passes, ``HIGHEST`` in 6."""
+
+    DEFAULT = "medium"
+    HIGH = "high"
+    HIGHEST = "highest"
+
+
 class precision:
     """Overrides the float32 matmul precision of the MXU on this thread, for a scope.
 
-    ``"highest"`` (6 bf16 passes), ``"high"`` (3 passes, bf16_3x) or ``"medium"`` (1 pass);
-    outside any scope the level follows ``torch.get_float32_matmul_precision()``.
+    ``Precision.HIGHEST`` or ``"highest"`` (6 bf16 passes), ``Precision.HIGH`` or ``"high"``
+    (3 passes, bf16_3x), ``Precision.DEFAULT`` or ``"medium"`` (1 pass); outside any scope the
+    level follows ``torch.get_float32_matmul_precision()``.
     """
 
-    def __init__(self, level: str):
+    def __init__(self, level: "str | Precision"):
+        if isinstance(level, Precision):
+            level = level.value
         if level not in ("highest", "high", "medium"):
-            raise ValueError(f"precision must be 'highest', 'high' or 'medium', not {level!r}")
+            raise ValueError(
+                "precision must be torch.tpu.Precision.DEFAULT, .HIGH or .HIGHEST (or 'medium', "
+                f"'high', 'highest'), not {level!r}")
         self.level = level
         self.prev: str | None = None
 
@@ -299,6 +359,9 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 # torch.tpu.memory: summaries, snapshots and the allocation history (torchtpu/memory.py).
 from . import memory  # noqa: E402
 from .memory import memory_snapshot, memory_summary  # noqa: E402,F401
+from .cache import (  # noqa: E402,F401
+    _clear_cache, _get_cache_hits, _get_cache_misses, _get_cache_requests, _get_cache_stats,
+    _get_dump_on_cache_miss, _set_allow_cache, _set_cache_only, _set_dump_on_cache_miss)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ void set_inline_work(int level) { runtime::set_inline_work(level); }
 int inline_work() { return runtime::inline_work(); }
 
 int64_t pending_ops() { return defer::pending_ops(); }
+bool is_pending(const at::Tensor& t) { return t.has_storage() && defer::is_pending(t.storage()); }
 std::map<std::string, std::map<std::string, int64_t>> materializations() {
   return defer::materializations();
 }
@@ -79,6 +80,22 @@ void reset_materializations() { defer::reset_materializations(); }
 void set_dump_path(const std::string& path) { defer::set_dump_path(path); }
 std::string cached_plans_text() { return defer::cached_plans_text(); }
 void clear_plan_cache() { defer::clear_cache(); }
+
+std::vector<std::tuple<int64_t, int64_t, int64_t>> plan_cache_entries() {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> out;
+  for (const auto& e : defer::plan_cache_entries()) {
+    out.emplace_back(e.reads, e.planning_ns,
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         e.last_read.time_since_epoch())
+                         .count());
+  }
+  return out;
+}
+void set_plan_cache_policy(std::optional<bool> allow, std::optional<bool> only,
+                           std::optional<bool> dump_on_miss) {
+  defer::set_plan_cache_policy(allow, only, dump_on_miss);
+}
+bool plan_cache_dumps_on_miss() { return defer::plan_cache_dumps_on_miss(); }
 void set_record_locations(bool on) { defer::set_record_locations(on); }
 bool record_locations() { return defer::record_locations(); }
 void set_max_pending_ops(int64_t n) { defer::set_max_pending_ops(n); }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace torchtpu::defer {
@@ -68,11 +69,20 @@ int inline_work();
 
 // DeferAndFuse (docs/eager-modes.md).
 int64_t pending_ops();
+// Whether the tensor's storage is pending (fused eager recorded the work that writes it, which
+// has not run, and it has no memory yet).
+bool is_pending(const at::Tensor& t);
 std::map<std::string, std::map<std::string, int64_t>> materializations();
 void reset_materializations();
 void set_dump_path(const std::string& path);
 std::string cached_plans_text();
 void clear_plan_cache();
+// The plan cache's entries: (reads, planning nanoseconds, last read in nanoseconds since the
+// Unix epoch), most recently used first; and its policy (defer/Defer.h).
+std::vector<std::tuple<int64_t, int64_t, int64_t>> plan_cache_entries();
+void set_plan_cache_policy(std::optional<bool> allow, std::optional<bool> only,
+                           std::optional<bool> dump_on_miss);
+bool plan_cache_dumps_on_miss();
 void set_record_locations(bool on);
 bool record_locations();
 void set_max_pending_ops(int64_t n);

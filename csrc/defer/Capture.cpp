@@ -1218,6 +1218,8 @@ std::shared_ptr<PendingStorage> pending_of(const c10::Storage& storage) {
   return static_cast<Token*>(data.get_context())->record;
 }
 
+bool is_pending(const c10::Storage& storage) { return pending_of(storage) != nullptr; }
+
 bool materialize(PendingStorage& record) {
   if (record.materialized.load()) return true;
   if (record.dead.load()) return false;

@@ -11,7 +11,12 @@
 // through its ordinary kernel.
 #include "runtime/DeferredWork.h"
 
+#include <c10/core/Storage.h>
+
+#include <chrono>
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <map>
 #include <string>
 
@@ -26,6 +31,8 @@ void materialize_all(runtime::FlushReason reason);
 
 // Number of ops recorded and not yet run.
 int64_t pending_ops();
+// Whether `storage` is pending: recorded work will write it and it has no memory yet.
+bool is_pending(const c10::Storage& storage);
 
 // Python location of the calling code ("file.py:12"), installed by the Python module; used for
 // materialization points and, when record_locations is on, for every recorded op.
@@ -40,6 +47,19 @@ void set_dump_path(const std::string& path);
 std::string cached_plans_text();
 // Drops the plan cache.
 void clear_cache();
+// The plan cache's entries, most recently used first: how often each plan was read (its planning
+// counts as one read), how long planning took, when it was last read.
+struct PlanCacheEntry {
+  int64_t reads = 0;
+  int64_t planning_ns = 0;
+  std::chrono::system_clock::time_point last_read;
+};
+std::vector<PlanCacheEntry> plan_cache_entries();
+// The plan cache's policy (unset arguments keep theirs): use the cache at all; refuse to plan a
+// graph that is not cached (an error instead); print the IR of every new plan.
+void set_plan_cache_policy(std::optional<bool> allow, std::optional<bool> only,
+                           std::optional<bool> dump_on_miss);
+bool plan_cache_dumps_on_miss();
 
 // Maximum number of recorded ops before a flush (TORCHTPU_DEFER_MAX_OPS, default 4096).
 void set_max_pending_ops(int64_t n);

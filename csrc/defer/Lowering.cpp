@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <fstream>
 #include <tuple>
 #include <list>
@@ -98,7 +99,14 @@ struct Cache {
     PlanKey key;
     std::vector<int64_t> structure;
     std::shared_ptr<Plan> plan;
+    PlanCacheEntry stats;  // (reads count the planning, as TorchTPU counts a compilation)
   };
+  // torch.tpu._set_allow_cache(False): every graph is planned anew and nothing is kept;
+  // _set_cache_only(True): a graph whose plan is not cached raises instead of being planned;
+  // _set_dump_on_cache_miss(True): the IR of each new plan goes to standard error.
+  bool allow = true;
+  bool only = false;
+  bool dump_on_miss = false;
   std::mutex mutex;
   std::list<Entry> lru;  // most recently used first
   std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index;
@@ -118,9 +126,12 @@ struct Cache {
       return nullptr;
     }
     lru.splice(lru.begin(), lru, it->second);
+    it->second->stats.reads += 1;
+    it->second->stats.last_read = std::chrono::system_clock::now();
     return it->second->plan;
   }
-  void insert(const PlanKey& key, std::vector<int64_t> structure, std::shared_ptr<Plan> plan) {
+  void insert(const PlanKey& key, std::vector<int64_t> structure, std::shared_ptr<Plan> plan,
+              int64_t planning_ns) {
     if (auto it = index.find(key); it != index.end()) {
       lru.erase(it->second);
       index.erase(it);
@@ -130,7 +141,8 @@ struct Cache {
       lru.pop_back();
       TORCHTPU_COUNT("defer.cache_evictions");
     }
-    lru.push_front(Entry{key, std::move(structure), std::move(plan)});
+    lru.push_front(Entry{key, std::move(structure), std::move(plan),
+                         PlanCacheEntry{1, planning_ns, std::chrono::system_clock::now()}});
     index[key] = lru.begin();
   }
 };
@@ -150,9 +162,16 @@ std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
   const PlanKey key = hash_structure(structure);
   std::shared_ptr<Plan> plan;
   Cache& c = cache();
+  bool allow = true;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    plan = c.find(key, structure);
+    allow = c.allow;
+    if (allow) plan = c.find(key, structure);
+    TORCH_CHECK(plan != nullptr || !c.only,
+                "torch.tpu._set_cache_only(True) is in force and the plan of this graph (",
+                planned_for, ", ", nodes.size(),
+                " recorded ops) is not in the cache: run the program once without cache-only "
+                "to plan it, or call torch.tpu._set_cache_only(False)");
   }
   if (plan) {
     TORCHTPU_COUNT("defer.cache_hits");
@@ -168,7 +187,8 @@ std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
     if (plan->replans) TORCHTPU_COUNT("defer.replans", plan->replans);
     TORCHTPU_COUNT("defer.compile_ns", ns);
     std::lock_guard<std::mutex> lock(c.mutex);
-    c.insert(key, std::move(kept), plan);
+    if (allow) c.insert(key, std::move(kept), plan, ns);
+    if (c.dump_on_miss) std::cerr << "# plan cache miss: " << planned_for << "\n" << plan->ir << "\n";
     if (!c.dump_path.empty()) {
       std::ofstream out(c.dump_path, std::ios::app);
       out << "# " << planned_for << "\n" << plan->ir << "\n";
@@ -229,6 +249,26 @@ void clear_cache() {
   std::lock_guard<std::mutex> lock(cache().mutex);
   cache().lru.clear();
   cache().index.clear();
+}
+
+std::vector<PlanCacheEntry> plan_cache_entries() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  std::vector<PlanCacheEntry> out;
+  for (const auto& entry : cache().lru) out.push_back(entry.stats);
+  return out;
+}
+
+void set_plan_cache_policy(std::optional<bool> allow, std::optional<bool> only,
+                           std::optional<bool> dump_on_miss) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  if (allow) cache().allow = *allow;
+  if (only) cache().only = *only;
+  if (dump_on_miss) cache().dump_on_miss = *dump_on_miss;
+}
+
+bool plan_cache_dumps_on_miss() {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return cache().dump_on_miss;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -315,6 +315,15 @@ PYBIND11_MODULE(_C, m) {
     return api::cancel_queued_work();
   });
   m.def("defer_pending_ops", [] { return api::pending_ops(); });
+  m.def("defer_is_pending", [](const at::Tensor& t) { return api::is_pending(t); });
+  m.def("defer_cache_entries", [] { return api::plan_cache_entries(); });
+  m.def("defer_set_cache_policy",
+        [](std::optional<bool> allow, std::optional<bool> only, std::optional<bool> dump) {
+          api::set_plan_cache_policy(allow, only, dump);
+        },
+        py::arg("allow") = py::none(), py::arg("only") = py::none(),
+        py::arg("dump_on_miss") = py::none());
+  m.def("defer_cache_dumps_on_miss", [] { return api::plan_cache_dumps_on_miss(); });
   m.def("defer_materializations", [] { return api::materializations(); });
   m.def("defer_reset_materializations", [] { api::reset_materializations(); });
   m.def("defer_set_dump_path", [](const std::string& path) { api::set_dump_path(path); });

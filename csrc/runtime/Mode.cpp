@@ -10,7 +10,11 @@ namespace {
 
 EagerMode initial_mode() {
   if (auto v = env::get("TORCHTPU_EAGER_MODE")) return eager_mode_from_name(*v);
-  if (env::get("TORCH_TPU_DEFER_AND_FUSE").value_or("0") == "1") return EagerMode::fused;
+  // TorchTPU's variable; TORCH_TPU_DEFER_AND_FUSE is the name torchtpu used for it before.
+  if (env::get("TPU_DEFER_AND_FUSE").value_or("0") == "1" ||
+      env::get("TORCH_TPU_DEFER_AND_FUSE").value_or("0") == "1") {
+    return EagerMode::fused;
+  }
   if (env::get("TPU_LAUNCH_BLOCKING").value_or("0") == "1") return EagerMode::debug;
   return EagerMode::strict;
 }

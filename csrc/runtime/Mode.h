@@ -10,7 +10,7 @@
 //            (defer/Defer.h).
 //
 // Initial mode: TORCHTPU_EAGER_MODE ("debug", "strict", "fused"); TorchTPU's variables are
-// honoured too: TPU_LAUNCH_BLOCKING=1 selects debug, TORCH_TPU_DEFER_AND_FUSE=1 fused.
+// honoured too: TPU_LAUNCH_BLOCKING=1 selects debug, TPU_DEFER_AND_FUSE=1 fused.
 //
 // Threads (docs/eager-modes.md, "Threads"): the mode is the process's (autograd runs backward
 // on threads of its own, which must run in the forward pass's mode). An op reads the mode once,

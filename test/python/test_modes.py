@@ -28,11 +28,13 @@ def test_default_is_strict_and_modes_switch():
     ({}, "strict"),
     ({"TORCHTPU_EAGER_MODE": "debug"}, "debug"),
     ({"TPU_LAUNCH_BLOCKING": "1"}, "debug"),
+    ({"TPU_DEFER_AND_FUSE": "1"}, "fused"),  # TorchTPU's variable
     ({"TORCH_TPU_DEFER_AND_FUSE": "1"}, "fused"),
     ({"TORCHTPU_EAGER_MODE": "fused"}, "fused"),
 ])
 def test_mode_from_environment(env, expected):
-    base = {"TORCHTPU_EAGER_MODE": "", "TPU_LAUNCH_BLOCKING": "", "TORCH_TPU_DEFER_AND_FUSE": ""}
+    base = {"TORCHTPU_EAGER_MODE": "", "TPU_LAUNCH_BLOCKING": "", "TORCH_TPU_DEFER_AND_FUSE": "",
+            "TPU_DEFER_AND_FUSE": ""}
     out = run_python("import torchtpu; print(torchtpu.get_eager_mode())", env={**base, **env})
     assert out.stdout.strip() == expected
 

@@ -277,6 +277,7 @@ def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
     env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
     env["TORCHTPU_EAGER_MODE"] = args.mode
     env.pop("TORCH_TPU_DEFER_AND_FUSE", None)
+    env.pop("TPU_DEFER_AND_FUSE", None)
     env.pop("TPU_LAUNCH_BLOCKING", None)
     env["UPSTREAM_RESULTS"] = results_path
     env["UPSTREAM_CONTROL"] = control_path

@@ -1,0 +1,205 @@
+"""The twin of Google TorchTPU's package (docs/coming-from-torchtpu.md): `import torch_tpu`
+works without a real TorchTPU, never shadows one, and each TorchTPU name does what torchtpu's
+feature under it does."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torchtpu
+from conftest import run_python
+
+
+def test_import_torch_tpu_as_the_first_import_of_a_fresh_process():
+    # The start-up finder (torchtpu-torch_tpu.pth): torch_tpu before torch and torchtpu.
+    out = run_python(textwrap.dedent("""
+        import torch_tpu
+        from torch_tpu import api
+        import torch
+        print(torch_tpu.__file__)
+        print(api.tpu_device(), torch.tpu.is_initialized())
+    """))
+    lines = out.stdout.split()
+    assert lines[0].endswith(os.path.join("torchtpu", "_torch_tpu", "__init__.py"))
+    assert lines[1:] == ["tpu", "True"]
+
+
+def test_a_real_torch_tpu_on_the_path_is_the_one_imported(tmp_path):
+    # A package named torch_tpu anywhere on sys.path wins over the twin: the finder goes last.
+    real = tmp_path / "torch_tpu"
+    real.mkdir()
+    (real / "__init__.py").write_text("REAL = True\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    code = "import torchtpu, torch_tpu; print(getattr(torch_tpu, 'REAL', False), torch_tpu.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True", str(real / "__init__.py")]
+
+
+def test_eager_modes_under_torchtpus_names():
+    from torch_tpu._internal import execution_mode as em
+    torchtpu.set_eager_mode("strict")
+    assert em.get_eager_mode() == em.EagerMode.DEFER_NEVER
+    assert str(em.get_eager_mode()) == "EagerMode.DEFER_NEVER"
+    expected = {em.EagerMode.DEFER_AND_FUSE: "fused", em.EagerMode.DEFER_NEVER: "strict",
+                em.EagerMode.DEFER_NEVER_AND_LAUNCH_BLOCKING: "debug",
+                em.EagerMode.INTERNAL_DEFER_ALL: "fused"}
+    for mode, name in expected.items():
+        with em.eager_mode(mode):
+            assert torchtpu.get_eager_mode() == name
+            assert em.get_eager_mode() == mode
+            x = torch.arange(6.0, device="tpu").reshape(2, 3) * 2
+            assert torch.equal(x.cpu(), torch.arange(6.0).reshape(2, 3) * 2)
+        assert torchtpu.get_eager_mode() == "strict"
+    with pytest.raises(RuntimeError, match="boom"):  # restored on an exception
+        with em.eager_mode(em.EagerMode.DEFER_AND_FUSE):
+            raise RuntimeError("boom")
+    assert em.get_eager_mode() == em.EagerMode.DEFER_NEVER
+    with pytest.raises(TypeError):
+        em.set_eager_mode("fused")
+
+
+def test_cpu_fallback_mode_forbids_and_allows_the_fallback():
+    from torch_tpu._internal import execution_mode as em
+    previous = torchtpu.get_fallback_mode()
+    a = torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
+    with em.cpu_fallback_mode(False):
+        assert torchtpu.get_fallback_mode() == "error"
+        with pytest.raises(NotImplementedError):
+            torch.linalg.svd(a.to("tpu"))  # runs through the CPU fallback
+    assert torchtpu.get_fallback_mode() == previous
+    with em.cpu_fallback_mode(True):
+        u, s, vh = torch.linalg.svd(a.to("tpu"))
+        torch.testing.assert_close(s.cpu(), torch.linalg.svdvals(a))
+
+
+def test_precision_enum_and_scope():
+    import torch_tpu
+    a, b = (torch.randn(64, 64, generator=torch.Generator().manual_seed(i)) for i in (0, 1))
+    exact = (a.double() @ b.double()).float()
+    errors = {}
+    for mode in (torch.tpu.Precision.DEFAULT, torch.tpu.Precision.HIGH,
+                 torch.tpu.Precision.HIGHEST):
+        with torch_tpu.precision(mode):
+            assert torch.tpu.get_matmul_precision() == mode.value
+            errors[mode] = float(((a.to("tpu") @ b.to("tpu")).cpu() - exact).abs().max())
+    # One bf16 pass is far off, three are close, six are float32's product.
+    assert errors[torch.tpu.Precision.DEFAULT] > 100 * errors[torch.tpu.Precision.HIGH]
+    assert errors[torch.tpu.Precision.HIGHEST] <= errors[torch.tpu.Precision.HIGH]
+    assert torch_tpu.Precision is torch.tpu.Precision
+    with pytest.raises(ValueError, match="Precision.DEFAULT"):
+        torch.tpu.precision("low")
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_synchronize_and_is_materialized(mode):
+    from torch_tpu._internal import sync
+    torchtpu.set_eager_mode(mode)
+    x = torch.ones(8, device="tpu") * 3 + 1
+    assert sync.is_materialized(x) == (mode != "fused")
+    sync.synchronize([x, torch.zeros(2)], wait=False)  # (CPU tensors are ignored)
+    assert sync.is_materialized(x)
+    y = x * 2
+    sync.synchronize()
+    assert sync.is_materialized(y)
+    assert torch.equal(y.cpu(), torch.full((8,), 8.0))
+    with pytest.raises(ValueError, match="not on the tpu device"):
+        sync.is_materialized(torch.ones(2))
+
+
+def test_cache_statistics_count_fused_eagers_plans():
+    torchtpu.set_eager_mode("fused")
+    torch.tpu._clear_cache()
+    requests, hits = torch.tpu._get_cache_requests(), torch.tpu._get_cache_hits()
+    x = torch.randn(16, 16, device="tpu")
+    for _ in range(3):  # the same graph three times: one plan, two hits
+        ((x * 2 + 1).relu()).sum().item()
+    stats = torch.tpu._get_cache_stats()
+    assert stats.num_cache_reqs - requests == 3
+    assert stats.num_cache_hits - hits == 2
+    assert torch.tpu._get_cache_misses() == stats.num_cache_reqs - stats.num_cache_hits
+    assert [e.read_count for e in stats.per_entry_stats] == [3]
+    assert stats.per_entry_stats[0].compilation_duration.total_seconds() > 0
+    assert "num_cache_reqs=" in str(stats)
+
+    torch.tpu._set_cache_only(True)
+    try:
+        ((x * 2 + 1).relu()).sum().item()  # cached: runs
+        with pytest.raises(RuntimeError, match="_set_cache_only"):
+            (x - 5).abs().max().item()  # a new graph
+    finally:
+        torch.tpu._set_cache_only(False)
+        torchtpu.sync()
+
+    torch.tpu._set_allow_cache(False)
+    try:
+        torch.tpu._clear_cache()
+        ((x * 2 + 1).relu()).sum().item()
+        assert torch.tpu._get_cache_stats().per_entry_stats == []
+    finally:
+        torch.tpu._set_allow_cache(True)
+    assert not torch.tpu._get_dump_on_cache_miss()
+
+
+def test_dump_on_cache_miss_prints_the_new_plan():
+    out = run_python(textwrap.dedent("""
+        import torch, torchtpu
+        torchtpu.set_eager_mode("fused")
+        torch.tpu._set_dump_on_cache_miss(True)
+        assert torch.tpu._get_dump_on_cache_miss()
+        x = torch.ones(4, device="tpu")
+        for _ in range(4):
+            (x * 2 + 1).sum().item()
+        print(torch.tpu._get_cache_misses())
+    """))
+    misses = int(out.stdout.split()[-1])
+    assert 1 <= misses < 4  # (the first graph also makes x)
+    assert out.stderr.count("# plan cache miss") == misses
+
+
+def test_runtime_start_stop_and_hbm_summary():
+    from torch_tpu import api
+    assert api.tpu_device() == torch.device("tpu")
+    started = torch.tpu._init_runtime()
+    assert (started.device_count, started.device_id) == (torch.tpu.device_count(),
+                                                        torch.tpu.current_device())
+    x = torch.ones(1024, device="tpu")
+    summary = torch.tpu._hbm_usage_summary()
+    assert summary.count("\n") == torch.tpu.device_count() - 1
+    assert f"{torch.tpu.memory_allocated(0)} bytes allocated" in summary.splitlines()[0]
+    torch.tpu._shutdown_runtime()
+    assert torch.equal((x + 1).cpu(), torch.full((1024,), 2.0))  # still usable
+    with pytest.raises(NotImplementedError, match="no XLA device"):
+        api._xla_cpu_device()
+
+
+def test_assert_close_modes_and_report():
+    from torch_tpu._internal.utils import utils
+    expected = torch.tensor([1.0, 2.0, 0.0, 4.0])
+    actual = torch.tensor([1.0, 2.01, 1e-6, 4.0])
+    utils.assert_close(actual, expected, rtol=1e-2, atol=1e-5)  # loose: passes
+    with pytest.raises(AssertionError) as report:
+        utils.assert_close(actual, expected, rtol=1e-2, atol=1e-5,
+                           check_value=utils.CheckValueMode.STRICT)
+    text = str(report.value)
+    assert "Mismatched elements: 2 / 4" in text  # 2.01 (abs 0.01 > atol) and 1e-6 vs 0
+    assert "Suggested tolerances" in text
+    utils.assert_close(actual, expected, rtol=None, atol=lambda v: 0.02)
+    with pytest.raises(AssertionError, match="at index"):
+        utils.assert_close(actual, expected, atol=lambda v: 1e-9)
+    with pytest.raises(ValueError, match="STRICT needs both"):
+        utils.assert_close(actual, expected, check_value=utils.CheckValueMode.STRICT)
+    utils.assert_close(actual, expected * 100, check_value=utils.CheckValueMode.SKIP)
+    with pytest.raises(AssertionError, match="shape mismatch"):
+        utils.assert_close(actual, expected[:3], check_value=utils.CheckValueMode.SKIP)
+    # A tpu result against the CPU's, through the suggested tolerances: they pass exactly.
+    a = torch.randn(32, 32, generator=torch.Generator().manual_seed(0))
+    with torch.tpu.precision(torch.tpu.Precision.DEFAULT):
+        got = (a.to("tpu") @ a.to("tpu")).cpu()
+    want = a @ a
+    with pytest.raises(AssertionError) as report:
+        utils.assert_close(got, want, rtol=0.0, atol=1e-6)
+    suggested = float(str(report.value).split("Suggested tolerances: atol=")[1].split()[0])
+    utils.assert_close(got, want, rtol=0.0, atol=suggested * 1.001)
