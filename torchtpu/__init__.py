@@ -57,6 +57,9 @@ _distributed.register()  # c10d backend "tpu_dist", the default of device "tpu" 
 from . import _torch_tpu_finder  # noqa: E402
 
 _torch_tpu_finder.install()  # `import torch_tpu` without a real TorchTPU (docs/coming-from-torchtpu.md)
+from . import profiler as _profiler  # noqa: E402
+
+_profiler.install()  # torch.profiler.xprof_trace_handler, TorchTPU's name (docs/insight.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,

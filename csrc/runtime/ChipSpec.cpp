@@ -2,6 +2,10 @@
 
 #include "runtime/Env.h"
 
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
 namespace torchtpu::runtime {
 namespace {
 constexpr int64_t GiB = int64_t(1) << 30;
@@ -38,8 +42,36 @@ const ChipSpec& chip_by_name(const std::string& name) {
 }
 
 const ChipSpec& current_chip() {
-  static const ChipSpec& chip = chip_by_name(env::get("TORCHTPU_CHIP").value_or("v5e"));
+  static const ChipSpec& chip = [&]() -> const ChipSpec& {
+    if (auto name = env::get("TORCHTPU_CHIP")) return chip_by_name(*name);
+    if (auto type = accelerator_type()) return chip_by_name(type->chip);
+    return chip_by_name("v5e");
+  }();
   return chip;
+}
+
+std::optional<AcceleratorType> accelerator_type() {
+  auto text = env::get("ACCELERATOR_TYPE");
+  if (!text || text->empty()) return std::nullopt;
+  const size_t dash = text->rfind('-');
+  std::string name = dash == std::string::npos ? "" : text->substr(0, dash);
+  int64_t count = 0;
+  try {
+    size_t used = 0;
+    const std::string number = dash == std::string::npos ? "" : text->substr(dash + 1);
+    count = std::stoll(number, &used);
+    if (used != number.size()) count = 0;
+  } catch (const std::exception&) {
+  }
+  if (name == "v5litepod") name = "v5e";
+  if (name == "tpu7x") name = "v7";
+  TORCH_CHECK_VALUE(count >= 1 && !name.empty(),
+                    "ACCELERATOR_TYPE is Google Cloud's accelerator type, a generation and a "
+                    "count like 'v6e-4' or 'v5p-8'; got '", *text, "'");
+  const ChipSpec& chip = chip_by_name(name);
+  const bool counts_cores = name == "v4" || name == "v5p";
+  return AcceleratorType{chip.name, counts_cores ? std::max<int64_t>(1, count / chip.tensor_cores)
+                                                 : count};
 }
 
 }  // namespace torchtpu::runtime

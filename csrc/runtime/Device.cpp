@@ -4,6 +4,8 @@
 #include "runtime/Env.h"
 #include "runtime/Log.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -22,14 +24,25 @@ namespace {
 const std::vector<int64_t>& visible_chips() noexcept {
   static const std::vector<int64_t> chips = []() -> std::vector<int64_t> {
     try {
-      int64_t host = env::get_int("TORCHTPU_NUM_DEVICES").value_or(kDefaultDevices);
+      // TORCHTPU_NUM_DEVICES, else the count of ACCELERATOR_TYPE (TorchTPU's "v6e-4").
+      std::optional<int64_t> asked = env::get_int("TORCHTPU_NUM_DEVICES");
+      if (!asked) {
+        if (auto type = accelerator_type()) asked = type->chips;
+      }
+      int64_t host = asked.value_or(kDefaultDevices);
       if (host < 0 || host > kMaxDevices) {
         log::warn("TORCHTPU_NUM_DEVICES=" + std::to_string(host) + " is outside [0, " +
                   std::to_string(kMaxDevices) + "]; no TPU devices are available");
         return {};
       }
       std::vector<int64_t> chips;
-      auto visible = env::get("TPU_VISIBLE_CHIPS");
+      // TPU_VISIBLE_DEVICES (TorchTPU's source of truth), else TPU_VISIBLE_CHIPS.
+      const char* visible_name = "TPU_VISIBLE_DEVICES";
+      auto visible = env::get(visible_name);
+      if (!visible || visible->empty()) {
+        visible_name = "TPU_VISIBLE_CHIPS";
+        visible = env::get(visible_name);
+      }
       if (!visible || visible->empty()) {
         for (int64_t i = 0; i < host; ++i) chips.push_back(i);
         return chips;
@@ -46,7 +59,7 @@ const std::vector<int64_t>& visible_chips() noexcept {
         }
         const bool known = used > 0 && used == item.size() && chip >= 0 && chip < host;
         if (!known || std::find(chips.begin(), chips.end(), chip) != chips.end()) {
-          log::warn("TPU_VISIBLE_CHIPS=" + *visible + ": '" + item + "' is " +
+          log::warn(std::string(visible_name) + "=" + *visible + ": '" + item + "' is " +
                     (known ? "listed twice" : "not a chip of this host (0 to " +
                                                   std::to_string(host - 1) + ")") +
                     "; no TPU devices are available");
@@ -55,6 +68,9 @@ const std::vector<int64_t>& visible_chips() noexcept {
         chips.push_back(chip);
       }
       return chips;
+    } catch (const c10::Error& e) {
+      log::warn(std::string(e.what_without_backtrace()) + "; no TPU devices are available");
+      return {};
     } catch (const std::exception& e) {
       log::warn(std::string(e.what()) + "; no TPU devices are available");
       return {};

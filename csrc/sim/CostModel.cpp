@@ -99,6 +99,11 @@ CostOptions CostOptions::from_environment(const std::string& chip) {
     if (auto value = setting_for_chip("TORCHTPU_TOPOLOGY", *t, chip)) {
       o.topology = parse_topology(*value);
     }
+  } else if (auto t = runtime::env::get("TORCH_TPU_TOPOLOGY"); t && !t->empty()) {
+    // TorchTPU's launchers' variable: chips per axis separated by commas ("2,2,1").
+    std::string text = *t;
+    std::replace(text.begin(), text.end(), ',', 'x');
+    o.topology = parse_topology(text);
   }
   return o;
 }

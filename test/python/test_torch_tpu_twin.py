@@ -203,3 +203,57 @@ def test_assert_close_modes_and_report():
         utils.assert_close(got, want, rtol=0.0, atol=1e-6)
     suggested = float(str(report.value).split("Suggested tolerances: atol=")[1].split()[0])
     utils.assert_close(got, want, rtol=0.0, atol=suggested * 1.001)
+
+
+def _run_with(env: dict, code: str) -> subprocess.CompletedProcess:
+    names = ("ACCELERATOR_TYPE", "TORCHTPU_CHIP", "TORCHTPU_NUM_DEVICES", "TPU_VISIBLE_DEVICES",
+             "TPU_VISIBLE_CHIPS", "TORCH_TPU_TOPOLOGY", "TORCHTPU_TOPOLOGY")
+    full = {k: v for k, v in os.environ.items() if k not in names}
+    return subprocess.run([sys.executable, "-c", code], env={**full, **env}, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"ACCELERATOR_TYPE": "v6e-4"}, "4 TPU v6e (simulated) None"),
+    ({"ACCELERATOR_TYPE": "v5p-8"}, "4 TPU v5p (simulated) None"),  # (TensorCores: 4 chips)
+    ({"ACCELERATOR_TYPE": "v5litepod-8"}, "8 TPU v5e (simulated) None"),
+    ({"ACCELERATOR_TYPE": "v6e-4", "TORCHTPU_CHIP": "v4", "TORCHTPU_NUM_DEVICES": "2"},
+     "2 TPU v4 (simulated) None"),  # torchtpu's own variables win
+    ({"TPU_VISIBLE_DEVICES": "2,3", "TPU_VISIBLE_CHIPS": "0"}, "2 TPU v5e (simulated) None"),
+    ({"TORCH_TPU_TOPOLOGY": "2,2,1"}, "4 TPU v5e (simulated) 2x2x1"),
+])
+def test_torch_tpus_environment_variables(env, expected):
+    out = _run_with(env, "import torch, torchtpu\n"
+                         "x = torch.ones(2, device='tpu')\n"
+                         "print(torch.tpu.device_count(), torch.tpu.get_device_name(0),"
+                         " torchtpu.metrics.estimate()['topology'])")
+    assert out.stdout.strip() == expected, out.stderr
+
+
+def test_a_malformed_accelerator_type_says_what_it_expects():
+    out = _run_with({"ACCELERATOR_TYPE": "v6e"},
+                    "import torch, torchtpu; print(torch.tpu.device_count())")
+    assert out.stdout.strip() == "0"
+    assert "a generation and a count like 'v6e-4'" in out.stderr
+
+
+def test_xprof_trace_handler_writes_a_chrome_trace_with_the_device_timeline(tmp_path):
+    import json
+    from torch_tpu._internal import profiler as tpu_profiler
+    model = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 4)).to("tpu")
+    handler = torch.profiler.xprof_trace_handler(dir_name=tmp_path, worker_rank="rank0")
+    assert handler(None) == str(tmp_path) and handler.worker_rank == "rank0"
+    with tpu_profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                          torch.profiler.ProfilerActivity.TPU],
+                              on_trace_ready=handler):
+        model(torch.randn(8, 32, device="tpu")).sum().backward()
+        torch.tpu.synchronize()
+    (trace,) = tmp_path.glob("rank0.*.pt.trace.json")
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert kernels and all(e["dur"] > 0 for e in kernels)  # the device timeline, with estimates
+    assert any(e.get("cat") == "cpu_op" and "addmm" in e["name"] for e in events)
+    with pytest.raises(ValueError, match="on_trace_ready must be provided"):
+        with tpu_profiler.profile():
+            pass
