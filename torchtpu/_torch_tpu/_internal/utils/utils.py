@@ -1,18 +1,27 @@
 """TorchTPU's ``utils.assert_close`` (with ``CheckValueMode``) and ``open_output``, written for
 torchtpu: comparing a tpu result with a reference, with a report of where they part and the
-tolerances that would have accepted them."""
+tolerances that would have accepted them. The tracers (``OpTracer``, ``ActivationTracer``: in
+tracers.py) and the printing helpers (``format_model``, ``get_tensor_summary``, ...: in
+model_format.py) are TorchTPU's names in this module too."""
 from __future__ import annotations
 
 import collections.abc
 import contextlib
 import enum
 import math
+import os
 import sys
 from typing import Any, Callable, Union
 
 import torch
+from torch_tpu._internal.execution_mode import EagerMode
+from torch_tpu._internal.utils.model_format import (InputMetadata, format_model, format_tensor,
+                                                    get_tensor_summary, model_memory)
+from torch_tpu._internal.utils.tracers import ActivationTracer, Event, OpTracer, TensorMeta
 
-__all__ = ["CheckValueMode", "Tolerance", "assert_close", "open_output"]
+__all__ = ["ActivationTracer", "CheckValueMode", "EagerMode", "Event", "InputMetadata",
+           "OpTracer", "TensorMeta", "Tolerance", "assert_close", "format_model",
+           "format_tensor", "get_tensor_summary", "model_memory", "open_output"]
 
 # An absolute tolerance, or a function of the expected value giving it (rtol must then be None).
 Tolerance = Union[float, Callable[[float], float]]
@@ -136,10 +145,11 @@ def _report(a, e, error, size, bad, count, rtol, atol, mode) -> str:
 
 
 @contextlib.contextmanager
-def open_output(path: str | None):
-    """The file at ``path`` opened for writing, or standard output when ``path`` is None."""
-    if path is None:
-        yield sys.stdout
+def open_output(path: str | None, mode: str = "w", default=None):
+    """The file at ``path`` (``~`` expanded) opened in ``mode``, or ``default`` (standard output
+    when None) left open when ``path`` is None or empty."""
+    if not path:
+        yield sys.stdout if default is None else default
         return
-    with open(path, "w") as f:
+    with open(os.path.abspath(os.path.expanduser(path)), mode) as f:
         yield f
