@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace torchtpu::aten {
@@ -181,6 +182,26 @@ void set_call_warned(bool warned);
 // message, at the call (or computes the result, where the meta kernel is stricter than the CPU).
 bool check_at_call(const c10::OperatorHandle& op, const CallChecks& checks,
                    torch::jit::Stack& stack, size_t num_args);
+// While one is alive, PyTorch's deterministic-algorithms setting is the one given (the setting
+// when the op was called: torch.use_deterministic_algorithms picks CPU kernels' algorithms, and
+// device work runs later, on a worker or at a fused graph's flush). The setting is the
+// process's; it is restored at the end.
+class DeterministicAlgorithms {
+ public:
+  struct Setting {
+    bool on = false;
+    bool warn_only = false;
+    static Setting now();
+  };
+  explicit DeterministicAlgorithms(Setting setting);
+  ~DeterministicAlgorithms();
+  DeterministicAlgorithms(const DeterministicAlgorithms&) = delete;
+  DeterministicAlgorithms& operator=(const DeterministicAlgorithms&) = delete;
+
+ private:
+  std::optional<Setting> previous_;
+};
+
 // While one is alive, a torchtpu kernel runs on this thread (inside_kernel()); off the thread
 // that keeps the process's OpenMP team, the team its loops started ends with the outermost one
 // (runtime/OpenMP.h).

@@ -442,7 +442,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
     return_arguments();
     launch(*device, name,
            [op, &f, args = std::move(args), issued = std::move(issued),
-            same_as = std::move(same_as), warned_at_call]() mutable {
+            same_as = std::move(same_as), warned_at_call,
+            deterministic = DeterministicAlgorithms::Setting::now()]() mutable {
+             const DeterministicAlgorithms scope(deterministic);
              // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
              // this work by a host thread, not here.)
              torch::jit::Stack host = args;

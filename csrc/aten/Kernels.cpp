@@ -34,6 +34,7 @@
 #include <ATen/ops/mean.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/Context.h>
 #include <ATen/OpMathType.h>
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
@@ -106,6 +107,20 @@ std::atomic<EntryHook> g_entry_hook{nullptr};
 thread_local int t_kernel_depth = 0;
 thread_local bool t_call_warned = false;
 }  // namespace
+
+DeterministicAlgorithms::Setting DeterministicAlgorithms::Setting::now() {
+  const auto& context = at::globalContext();
+  return {context.deterministicAlgorithms(), context.deterministicAlgorithmsWarnOnly()};
+}
+DeterministicAlgorithms::DeterministicAlgorithms(Setting setting) {
+  const Setting current = Setting::now();
+  if (current.on == setting.on && current.warn_only == setting.warn_only) return;
+  previous_ = current;
+  at::globalContext().setDeterministicAlgorithms(setting.on, setting.warn_only);
+}
+DeterministicAlgorithms::~DeterministicAlgorithms() {
+  if (previous_) at::globalContext().setDeterministicAlgorithms(previous_->on, previous_->warn_only);
+}
 
 bool call_warned() { return t_call_warned; }
 void set_call_warned(bool warned) { t_call_warned = warned; }
@@ -635,6 +650,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_legit(
                              std::optional<at::Tensor>(running_var), training, momentum, eps);
 }
 
+// The out= overloads: the same results (the per-channel statistics in inference included), into
+// the given tensors, resized as the CPU resizes out= tensors.
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> batch_norm_into(
+    std::tuple<at::Tensor, at::Tensor, at::Tensor> results, at::Tensor& out, at::Tensor& save_mean,
+    at::Tensor& save_invstd) {
+  at::Tensor* outs[] = {&out, &save_mean, &save_invstd};
+  const at::Tensor* values[] = {&std::get<0>(results), &std::get<1>(results),
+                                &std::get<2>(results)};
+  for (int i = 0; i < 3; ++i) {
+    TORCH_CHECK(outs[i]->scalar_type() == values[i]->scalar_type(),
+                "Expected out tensor to have dtype ", values[i]->dtype(), ", but got ",
+                outs[i]->dtype(), " instead");
+    at::native::resize_output(*outs[i], values[i]->sizes());
+    outs[i]->copy_(*values[i]);
+  }
+  return {out, save_mean, save_invstd};
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps,
+    at::Tensor& out, at::Tensor& save_mean, at::Tensor& save_invstd) {
+  check_same_device("aten::native_batch_norm", {&input, &out, &save_mean, &save_invstd});
+  return batch_norm_into((native_batch_norm)(input, weight, bias, running_mean, running_var,
+                                             training, momentum, eps),
+                         out, save_mean, save_invstd);
+}
+
+std::tuple<at::Tensor&, at::Tensor&, at::Tensor&> native_batch_norm_legit_out(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias, at::Tensor& running_mean, at::Tensor& running_var,
+    bool training, double momentum, double eps, at::Tensor& out, at::Tensor& save_mean,
+    at::Tensor& save_invstd) {
+  check_same_device("aten::_native_batch_norm_legit", {&input, &out, &save_mean, &save_invstd});
+  return batch_norm_into(native_batch_norm_legit(input, weight, bias, running_mean, running_var,
+                                                 training, momentum, eps),
+                         out, save_mean, save_invstd);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_batch_norm_backward(
     const at::Tensor& grad_out, const at::Tensor& input, const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var,
@@ -860,6 +915,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss", entry(TORCH_FN(mse_loss), Capture::new_results));
   m.impl("native_batch_norm", entry(TORCH_FN(native_batch_norm), Capture::none));
   m.impl("_native_batch_norm_legit", entry(TORCH_FN(native_batch_norm_legit), Capture::none));
+  m.impl("native_batch_norm.out", entry(TORCH_FN(native_batch_norm_out), Capture::none));
+  m.impl("_native_batch_norm_legit.out",
+         entry(TORCH_FN(native_batch_norm_legit_out), Capture::none));
   m.impl("native_batch_norm_backward", entry(TORCH_FN(native_batch_norm_backward), Capture::none));
   // (Composites: not entries. The out= kernels they call are: counted, checked, recorded.)
   namespace generic = at::compositeexplicitautogradnonfunctional;

@@ -137,7 +137,8 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
   // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
   const bool one = use_beta && !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
   if (on_mxu && one && a.equal(1) && precision == sim::Precision::kHighest &&
-      h_out.scalar_type() == at::kFloat && h_a.dim() == 2 && h_b.dim() == 2 && h_self.dim() <= 2) {
+      h_out.scalar_type() == at::kFloat && h_a.scalar_type() == at::kFloat && h_a.dim() == 2 &&
+      h_b.dim() == 2 && h_self.dim() <= 2) {
     // float32 at "highest" is one float32 GEMM (sim/Mxu.h): PyTorch's CPU addmm is that GEMM with
     // the bias in its accumulator (laid into the result first, then a GEMM with beta 1), as a
     // linear layer on the CPU runs, rather than a second pass over the result to add the bias.
@@ -145,9 +146,14 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
     if (!direct) h_out.copy_(p);
     return;
   }
-  if (widen && h_a.scalar_type() == at::kBFloat16 && h_b.scalar_type() == at::kBFloat16) {
+  // A float32 result of 16-bit operands (the out_dtype matmuls): the MXU's float32 accumulator,
+  // not rounded back (bf16 and fp16 products are exact in float32).
+  const bool accumulator_out = on_mxu && h_out.scalar_type() == at::kFloat &&
+                               h_a.scalar_type() != at::kFloat;
+  if ((widen || accumulator_out) && h_a.scalar_type() == at::kBFloat16 &&
+      h_b.scalar_type() == at::kBFloat16) {
     sim::matmul_bf16_to_float(h_a, h_b, p);
-  } else if (widen) {
+  } else if (widen || accumulator_out) {
     sim::matmul(h_a.to(at::kFloat), h_b.to(at::kFloat), p, sim::Precision::kHighest);
   } else if (on_mxu) {
     sim::matmul(h_a, h_b, p, precision);
@@ -324,6 +330,120 @@ at::Tensor& int_mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tenso
   resize_out(out, {self.size(0), mat2.size(1)}, at::kInt);
   plain_product("aten::_int_mm", self, mat2, out);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The out_dtype matmuls (torch.mm / bmm / addmm / baddbmm(..., out_dtype=)): float32 results of
+// bfloat16 or float16 operands, the MXU's accumulator kept (Google TorchTPU's precision notebook
+// calls torch.bmm(a, b, out_dtype=torch.float32)). As on CUDA, the out dtype is the operands' or
+// float32 for 16-bit operands, and a bias has the operands' dtype or the out dtype. (PyTorch's
+// CPU has no kernel for them.)
+
+void check_out_dtype(const char* op, const at::Tensor& a, const at::Tensor& b,
+                     c10::ScalarType out_dtype, const at::Tensor* self) {
+  check_dtypes(a, b);
+  const c10::ScalarType in = a.scalar_type();
+  TORCH_CHECK(out_dtype == in || (out_dtype == at::kFloat &&
+                                  (in == at::kBFloat16 || in == at::kHalf)),
+              op, ": out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs");
+  if (self != nullptr) {
+    TORCH_CHECK(self->scalar_type() == out_dtype || self->scalar_type() == in, op,
+                ": self dtype must match either out_dtype or mat1 dtype");
+  }
+}
+
+at::Tensor& mm_dtype_out(const at::Tensor& self, const at::Tensor& mat2, c10::ScalarType out_dtype,
+                         at::Tensor& out) {
+  check_out_dtype("aten::mm", self, mat2, out_dtype, nullptr);
+  if (out_dtype == self.scalar_type()) return mm_out(self, mat2, out);
+  check_same_device("aten::mm", {&self, &mat2, &out});
+  TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "self and mat2 must be matrices");
+  TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+              self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  resize_out(out, {self.size(0), mat2.size(1)}, out_dtype);
+  plain_product("aten::mm", self, mat2, out);
+  return out;
+}
+
+at::Tensor& bmm_dtype_out(const at::Tensor& self, const at::Tensor& mat2,
+                          c10::ScalarType out_dtype, at::Tensor& out) {
+  check_out_dtype("aten::bmm", self, mat2, out_dtype, nullptr);
+  if (out_dtype == self.scalar_type()) return bmm_out(self, mat2, out);
+  check_same_device("aten::bmm", {&self, &mat2, &out});
+  TORCH_CHECK(self.dim() == 3 && mat2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0),
+              ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  resize_out(out, {self.size(0), self.size(1), mat2.size(2)}, out_dtype);
+  plain_product("aten::bmm", self, mat2, out);
+  return out;
+}
+
+at::Tensor& addmm_dtype_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                            c10::ScalarType out_dtype, const c10::Scalar& beta,
+                            const c10::Scalar& alpha, at::Tensor& out) {
+  check_out_dtype("aten::addmm", mat1, mat2, out_dtype, &self);
+  if (out_dtype == mat1.scalar_type() && self.scalar_type() == out_dtype) {
+    return addmm_out(self, mat1, mat2, beta, alpha, out);
+  }
+  check_same_device("aten::addmm", {&self, &mat1, &mat2, &out});
+  TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+              mat1.size(0), "x", mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  const std::vector<int64_t> sizes{mat1.size(0), mat2.size(1)};
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
+              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  resize_out(out, sizes, out_dtype);
+  product("aten::addmm", self, mat1, mat2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor& baddbmm_dtype_out(const at::Tensor& self, const at::Tensor& batch1,
+                              const at::Tensor& batch2, c10::ScalarType out_dtype,
+                              const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
+  check_out_dtype("aten::baddbmm", batch1, batch2, out_dtype, &self);
+  if (out_dtype == batch1.scalar_type() && self.scalar_type() == out_dtype) {
+    return baddbmm_out(self, batch1, batch2, beta, alpha, out);
+  }
+  check_same_device("aten::baddbmm", {&self, &batch1, &batch2, &out});
+  TORCH_CHECK(batch1.dim() == 3 && batch2.dim() == 3, "batch1 and batch2 must be 3D tensors");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0),
+              ", ", batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+  const std::vector<int64_t> sizes{batch1.size(0), batch1.size(1), batch2.size(2)};
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
+              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  resize_out(out, sizes, out_dtype);
+  product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
+  return out;
+}
+
+at::Tensor mm_dtype(const at::Tensor& self, const at::Tensor& mat2, c10::ScalarType out_dtype) {
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, self.options().dtype(out_dtype));
+  return mm_dtype_out(self, mat2, out_dtype, out);
+}
+
+at::Tensor bmm_dtype(const at::Tensor& self, const at::Tensor& mat2, c10::ScalarType out_dtype) {
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, self.options().dtype(out_dtype));
+  return bmm_dtype_out(self, mat2, out_dtype, out);
+}
+
+at::Tensor addmm_dtype(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
+                       c10::ScalarType out_dtype, const c10::Scalar& beta,
+                       const c10::Scalar& alpha) {
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, mat1.options().dtype(out_dtype));
+  return addmm_dtype_out(self, mat1, mat2, out_dtype, beta, alpha, out);
+}
+
+at::Tensor baddbmm_dtype(const at::Tensor& self, const at::Tensor& batch1,
+                         const at::Tensor& batch2, c10::ScalarType out_dtype,
+                         const c10::Scalar& beta, const c10::Scalar& alpha) {
+  const c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, batch1.options().dtype(out_dtype));
+  return baddbmm_dtype_out(self, batch1, batch2, out_dtype, beta, alpha, out);
 }
 
 at::Tensor int_mm(const at::Tensor& self, const at::Tensor& mat2) {
@@ -1027,6 +1147,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("dot", entry(TORCH_FN(dot_kernel), Capture::new_results));
   m.impl("vdot", entry(TORCH_FN(vdot_kernel), Capture::new_results));
   m.impl("_int_mm", entry(TORCH_FN(int_mm), Capture::new_results));
+  m.impl("mm.dtype", entry(TORCH_FN(mm_dtype), Capture::new_results));
+  m.impl("mm.dtype_out", entry(TORCH_FN(mm_dtype_out), Capture::results_are_arguments));
+  m.impl("bmm.dtype", entry(TORCH_FN(bmm_dtype), Capture::new_results));
+  m.impl("bmm.dtype_out", entry(TORCH_FN(bmm_dtype_out), Capture::results_are_arguments));
+  m.impl("addmm.dtype", entry(TORCH_FN(addmm_dtype), Capture::new_results));
+  m.impl("addmm.dtype_out", entry(TORCH_FN(addmm_dtype_out), Capture::results_are_arguments));
+  m.impl("baddbmm.dtype", entry(TORCH_FN(baddbmm_dtype), Capture::new_results));
+  m.impl("baddbmm.dtype_out",
+         entry(TORCH_FN(baddbmm_dtype_out), Capture::results_are_arguments));
   m.impl("_int_mm.out", entry(TORCH_FN(int_mm_out), Capture::results_are_arguments));
   m.impl("convolution_overrideable",
          entry(TORCH_FN(convolution_overrideable), Capture::new_results));

@@ -525,6 +525,7 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   node.stream = runtime::current_stream(device.index()).id();
   node.location = std::move(location);
   node.warned_at_call = aten::call_warned();
+  node.deterministic = aten::DeterministicAlgorithms::Setting::now();
   // The matmul precision in force at the op (the VPU's ops run no matmul: not looked up).
   if (traits.unit != aten::OpUnit::vpu) node.precision = sim::current_precision();
   node.args.assign(stack->begin() + base, stack->end());

@@ -103,6 +103,7 @@ struct FusedOp {
   std::vector<Source> results;
   bool copy = false;
   bool warned_at_call = false;  // (Node::warned_at_call)
+  aten::DeterministicAlgorithms::Setting deterministic;  // (Node::deterministic)
   bool out_overload = false;  // the op run is an ".out" (or ".Scalar_out") overload
   aten::PointwiseFn fn = aten::PointwiseFn::none;  // of the op run (OpTraits)
   explicit FusedOp(const c10::OperatorHandle& h) : op(h) {}
@@ -593,6 +594,7 @@ void FusedRegion::run() const {
           {
             std::optional<aten::QuietWarnings> quiet;
             if (f.warned_at_call) quiet.emplace();
+            const aten::DeterministicAlgorithms deterministic(f.deterministic);
             f.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
           }
           for (size_t r = 0; r < f.results.size(); ++r) {
@@ -791,6 +793,7 @@ class Executor {
       const aten::LaunchNote note(n.location.empty() ? std::string() : where(n));
       std::optional<aten::QuietWarnings> quiet;
       if (n.warned_at_call) quiet.emplace();
+      const aten::DeterministicAlgorithms deterministic(n.deterministic);
       n.op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), &stack);
       sim::set_precision_override(previous);
     } catch (const c10::Error&) {
@@ -950,6 +953,7 @@ class Executor {
       f.node = i;
       f.copy = n.capture == aten::Capture::copy;
       f.warned_at_call = n.warned_at_call;
+      f.deterministic = n.deterministic;
       f.operands.reserve(n.operands.size() + 1);  // (relu below adds one)
       f.results.reserve(n.results.size());
       for (size_t j = 0; j < n.operands.size(); ++j) {

@@ -14,6 +14,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,8 @@ struct Node {
   // The CPU kernel's warnings of the call were made at the call (aten::call_warned()): the op
   // runs with warnings dropped.
   bool warned_at_call = false;
+  // torch.use_deterministic_algorithms when the op was recorded (the op runs under it).
+  aten::DeterministicAlgorithms::Setting deterministic;
   Dims shape;
   std::string location;            // Python location, when recorded
   sim::Precision precision = sim::Precision::kHighest;  // float32 matmul precision when recorded
@@ -157,6 +160,10 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                        const std::vector<at::Tensor>& inputs,
                        const std::vector<at::Tensor>& outputs, const std::string& name,
                        bool bucket, const Program* charged_as);
+
+// Calls `f` with the recorded nodes, under the pending graph's lock: nothing is recorded or run
+// meanwhile, and nothing is changed (Capture.cpp; for Inspect.cpp).
+void visit_recorded_nodes(const std::function<void(const std::vector<Node>&)>& f);
 
 // Counts a materialization: its reason's label (with the op, for reasons that name one) and the
 // Python location (Capture.cpp).

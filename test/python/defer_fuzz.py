@@ -421,6 +421,11 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
     # (ternary=False, foreach=False: the programs the compiled regression seeds were found with)
     inputs, steps = gen_program(seed, length, empty=False, ternary=False, foreach=False)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
+    # The in-place op between in-place metadata changes (inplace_view, r < 0.25) takes another
+    # variant: PyTorch's own aot_eager on the CPU computes other values than eager for it (seed
+    # 4's program), so a compiled difference there is not torchtpu's to find.
+    steps = [dict(st, r=st["r"] + 0.25) if st["kind"] == "inplace_view" and st["r"] < 0.25
+             else st for st in steps]
     value_seeds = (seed, seed + 100_000)
     references = []
     for vs in value_seeds:

@@ -46,6 +46,13 @@ def test_batch_norm_in_inference_saves_per_channel_statistics_like_every_non_cpu
         # the statistics PyTorch's decomposition saves
         torch.testing.assert_close(real[1].cpu(), mean, msg=name)
         torch.testing.assert_close(real[2].cpu(), (var + 1e-5).rsqrt(), msg=name)
+    # The out= overloads give the same (upstream test_out compares them with the functional).
+    for name, op in (("native_batch_norm", torch.ops.aten.native_batch_norm.out),
+                     ("_native_batch_norm_legit", torch.ops.aten._native_batch_norm_legit.out)):
+        outs = [torch.empty(0, device="tpu", dtype=t.dtype) for t in ops[name](*tpu)]
+        op(*tpu, False, 0.1, 1e-5, out=outs[0], save_mean=outs[1], save_invstd=outs[2])
+        for got, want in zip(outs, ops[name](*tpu)):
+            torch.testing.assert_close(got.cpu(), want.cpu(), msg=name)
     # Inference's backward reads the running statistics, not the saved ones: equal to the CPU's.
     xs = [x.float().clone().requires_grad_(), x.float().to("tpu").requires_grad_()]
     outs = [torch.nn.functional.batch_norm(xi, m, v, w, b, training=False)

@@ -571,3 +571,20 @@ def test_an_in_place_op_between_in_place_metadata_changes_runs_on_the_recorded_g
         results.append(x.cpu())
     assert torch.equal(results[1], results[0])
     torchtpu.sync()
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_device_work_runs_under_the_deterministic_algorithms_setting_of_its_call(mode):
+    # index_copy with repeated indices under torch.use_deterministic_algorithms(True): the last
+    # write wins, as on the CPU. Fused eager ran the recorded op at the flush, outside the
+    # setting, on another algorithm (upstream test_indexing's test_index_copy_deterministic).
+    from torch.testing._internal.common_utils import DeterministicGuard
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    x = torch.zeros(500, 4, 3)
+    src = torch.rand(10000, 4, 3, generator=g)
+    index = torch.randint(500, (10000,), generator=g)
+    with DeterministicGuard(True):
+        want = torch.index_copy(x, 0, index, src)
+        got = torch.index_copy(x.to("tpu"), 0, index.to("tpu"), src.to("tpu"))
+    assert torch.equal(got.cpu(), want)

@@ -257,3 +257,37 @@ def test_xprof_trace_handler_writes_a_chrome_trace_with_the_device_timeline(tmp_
     with pytest.raises(ValueError, match="on_trace_ready must be provided"):
         with tpu_profiler.profile():
             pass
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_out_dtype_matmuls_keep_the_float32_accumulator(mode, dtype):
+    # torch.bmm(a, b, out_dtype=torch.float32) (TorchTPU's precision notebook): PyTorch's CPU has
+    # no kernel for it. The reference is the exact product of the 16-bit values, accumulated in
+    # float64: the float32 accumulator is within float32 rounding of it, and a result rounded to
+    # the operands' dtype is far off.
+    torchtpu.set_eager_mode(mode)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(2, 64, 48, generator=g).to(dtype)
+    b = torch.randn(2, 48, 16, generator=g).to(dtype)
+    bias = torch.randn(16, generator=g)
+    exact = a.double() @ b.double()
+    t = {k: v.to("tpu") for k, v in dict(a=a, b=b, bias=bias, b16=bias.to(dtype)).items()}
+    results = {
+        "bmm": (torch.bmm(t["a"], t["b"], out_dtype=torch.float32), exact),
+        "mm": (torch.mm(t["a"][0], t["b"][0], out_dtype=torch.float32), exact[0]),
+        "addmm": (torch.addmm(t["bias"], t["a"][0], t["b"][0], out_dtype=torch.float32),
+                  bias.double() + exact[0]),
+        "baddbmm": (torch.baddbmm(t["b16"], t["a"], t["b"], out_dtype=torch.float32, beta=0.5,
+                                  alpha=2.0), 0.5 * bias.to(dtype).double() + 2 * exact),
+    }
+    for name, (got, want) in results.items():
+        assert got.dtype == torch.float32, name
+        torch.testing.assert_close(got.cpu().double(), want, rtol=1e-6, atol=1e-5, msg=name)
+    rounded = torch.bmm(t["a"], t["b"]).cpu().double()
+    assert (rounded - exact).abs().max() > 100 * (results["bmm"][0].cpu().double() - exact).abs().max()
+    # The same dtype is the plain matmul; other out dtypes raise CUDA's error at the call.
+    assert torch.equal(torch.bmm(t["a"], t["b"], out_dtype=dtype).cpu(), rounded.to(dtype))
+    with pytest.raises(RuntimeError, match="out_dtype must be the same as input dtype"):
+        torch.bmm(t["a"].float(), t["b"].float(), out_dtype=torch.bfloat16)
+    torchtpu.sync()
