@@ -92,8 +92,8 @@ def transformer_case(quick, device):
 
 # The device work that is matrix products on the MXU executor: its host GEMMs, its convolutions
 # and the fused attention's kernels (PyTorch's CPU flash attention: blocks of GEMMs with their
-# softmax), which fused eager runs unchanged. (Until session 24 the attention was left out:
-# host_times did not see work run on the issuing thread, and the bound was looser.)
+# softmax), which fused eager runs unchanged. (host_times() counts work run on the issuing
+# thread too, so the attention is in it; without it the bound would be looser.)
 MXU_WORK = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm",
             "aten::mv", "aten::addmv", "aten::dot", "aten::convolution_overrideable",
             "aten::convolution_backward_overrideable",

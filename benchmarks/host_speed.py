@@ -27,10 +27,10 @@ alone in a process of its own, medians of 5 rounds, as a cross-check):
 
 An OpenMP team that torchtpu leaves behind would slow the CPU's loops in the same process: a
 second idle team makes libgomp throttle every team, and the CPU's training step then took 1.75x
-as long (docs/runtime.md, "One OpenMP team"; the training figures of sessions 14-20 were measured
-against a CPU column slowed so). Before the training rows, the benchmark counts the OpenMP threads
-of teams other than the initial thread's once torchtpu is idle (by name: a helper takes the name
-of the thread that started its team) and warns when there are any.
+as long (docs/runtime.md, "One OpenMP team"; training figures taken before 2026-12-05 were
+measured against a CPU column slowed so). Before the training rows, the benchmark counts the
+OpenMP threads of teams other than the initial thread's once torchtpu is idle (by name: a helper
+takes the name of the thread that started its team) and warns when there are any.
 
 The GEMM targets of the issue are measured by benchmarks/gemm.py.
 
@@ -67,10 +67,10 @@ TARGETS = {  # issue #15
     "round_trip_us": 20.0,
     "fused_region_us_per_op": 5.0,
     "train_strict_over_cpu": 0.9,
-    # (1.1 until session 25. Re-scoped: fused eager's ceiling on these steps, with recording
-    # and flushing free, measured 0.99x-1.08x (encoder) and 1.00x-1.20x (example): its device
-    # work is about strict's at these sizes, where fusion saves no memory traffic
-    # (docs/host-speed.md, session 25).)
+    # (Re-scoped from 1.1: fused eager's ceiling on these steps, with recording and flushing
+    # free, measured 0.99x-1.08x (encoder) and 1.00x-1.20x (example): its device work is about
+    # strict's at these sizes, where fusion saves no memory traffic (docs/host-speed.md,
+    # "Targets and where they stand").)
     "train_fused_over_cpu": 0.9,
 }
 
@@ -283,8 +283,8 @@ def drawing(results):
         axes[0].set_ylabel("host us per op (measured)")
         axes[0].set_title("tiny ops, 64x64 float32")
         train = results["train_steps_per_s"]
-        # Ratios over the CPU in the same round (paired), or, in runs before session 27, of
-        # the columns' medians alone.
+        # Ratios over the CPU in the same round (paired), or, in results written before the
+        # paired measurement, of the columns' medians alone.
         over = results.get("train_over_cpu") or {
             name: {c: v / r["cpu"] for c, v in r.items()} for name, r in train.items()}
         train_columns = ["cpu"] + [c for c in ("strict", "strict_worker", "strict_engine", "fused")
@@ -380,7 +380,7 @@ def main():
     print(f"== fused eager, cached region of 11 ops, median of {len(blocks)} blocks: record "
           f"{rec:.2f} + flush {fl:.2f}, total {total:.2f} us per op", flush=True)
 
-    # Training steps, measured two ways (docs/host-speed.md, session 27):
+    # Training steps, measured two ways (docs/host-speed.md, "How host time is measured"):
     # - paired: all columns in one fresh process, alternating in blocks of a fraction of a
     #   second (the order rotating from round to round), each column's steps/s over the CPU's
     #   in the same round; medians over the rounds of several processes. This VM runs at one of

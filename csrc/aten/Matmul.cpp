@@ -873,7 +873,8 @@ at::Tensor device_like(const at::Tensor& like, c10::IntArrayRef sizes) {
 // reshaping: one head size, no grouped-query heads, a float32 or query-typed mask of 2 or 4
 // dimensions, and rows of `dense` (the results, and operands read as they are) contiguous.
 // Otherwise the wrappers run and their results are copied: three copies fewer per backward and
-// two per forward (host-speed.md, session 26).
+// two per forward (docs/host-speed.md, "The fused attention and a linear layer's bias as the CPU
+// runs them").
 [[maybe_unused]] bool writes_in_place(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const std::optional<at::Tensor>& h_mask,
                      std::initializer_list<const at::Tensor*> dense) {

@@ -301,7 +301,7 @@ constexpr int64_t kForeachNodeMaxElements = 32768;
 // Fusing a parameter's update chain saves passes over memory only where the tensors are larger
 // than a block (the MLP step of benchmarks/eager_modes.py); over small ones each per-tensor op
 // costs its recording and flush and saves nothing (a small model's AdamW: 192 recorded ops for
-// 24 parameters, about 0.3 ms per step; docs/host-speed.md, session 25).
+// 24 parameters, about 0.3 ms per step; docs/host-speed.md, "Foreach ops as one launch").
 bool foreach_as_one_node(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   const auto& schema = op.schema();
   if (!schema.returns().empty()) return false;  // (a functional one makes new lists)

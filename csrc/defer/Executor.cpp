@@ -433,7 +433,7 @@ void FusedRegion::run() const {
   // op before them wrote. A region with one element-wise op (a matmul's epilogue, the op before a
   // reduction) reads nothing back: each block costs its kernel's boxed call and TensorIterator
   // (5-9 us), which made a fused gelu_backward over [2048, 2048] 1.3x strict eager's single
-  // kernel (docs/host-speed.md, session 24). There, a few blocks per thread.
+  // kernel (docs/host-speed.md, "A cached region's run"). There, a few blocks per thread.
   const int64_t block_elements =
       ops.size() == 1 && kBlockSetting == nullptr
           ? std::max<int64_t>(kBlockElements, numel / (4 * at::get_num_threads()))
@@ -618,8 +618,9 @@ void FusedRegion::run() const {
 // for the next flush. A fresh allocation of many MiB is a fresh mapping: its pages fault at the
 // first write and are unmapped at the free, at every flush (a 4096^2 float32 product's 64 MiB
 // made its GEMM 14 ms slower than strict eager's and its free cost 7 ms more, docs/host-speed.md,
-// session 24). Up to kKeptBytes are kept; a request takes a kept buffer of at least its size
-// and at most a quarter more. (Freed from whichever thread releases the last storage.)
+// "A cached region's run"). Up to kKeptBytes are kept; a request takes a kept buffer of at
+// least its size and at most a quarter more. (Freed from whichever thread releases the last
+// storage.)
 class HostBufferPool {
  public:
   static HostBufferPool& get() {

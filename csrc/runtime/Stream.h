@@ -136,7 +136,7 @@ class HostWaitsNext {
   // it goes: once the guard has ended, the worker takes the kept work at once, before this
   // thread's synchronization comes to drain it, and runs its parallel loops with a second OpenMP
   // team (a fused epilogue over 4096^2 took 1.5x strict eager's kernels that way, and (d)'s
-  // reductions 2.5x; docs/host-speed.md, session 24).
+  // reductions 2.5x; docs/host-speed.md, "The hand-off at a synchronization").
   void run_kept_work();
 };
 

@@ -3,7 +3,7 @@
 // this file and OneDnnGemm.cpp never see torch's headers (torch ships the headers of the oneDNN
 // it links statically, another version, under the same names), like the logging library.
 // Used by the simulated MXU (Mxu.cpp) for its bf16 passes where it is faster than MKL's
-// (docs/host-speed.md, session 19).
+// (docs/host-speed.md, "GEMMs on oneDNN").
 #include <cstdint>
 
 namespace torchtpu::sim::onednn {

@@ -382,14 +382,14 @@ def test_the_work_a_graph_kept_for_the_host_runs_on_the_host_before_the_worker_c
     handed back to the worker when the flush's guard ended, a few microseconds before the
     synchronization that drains it, and the worker took it first and ran its parallel loops with
     a second OpenMP team: a fused epilogue over 4096^2 took 1.5x strict eager's two kernels, and
-    (d)'s reductions 2.5x (docs/host-speed.md, session 24). On that code this fails in nearly
-    every round after the first (1 of 2 drained).
+    (d)'s reductions 2.5x (docs/host-speed.md, "The hand-off at a synchronization"). On that
+    code this fails in nearly every round after the first (1 of 2 drained).
 
     The kept work is kept short (an epilogue of a few milliseconds behind one long GEMM): a
     drain runs kept work for 50 ms at most and then leaves the rest to the worker, which may
     take an item there by design (the wait stays interruptible). With some 250 ms of GEMMs
     kept, as this test first had, a loaded host let the worker take an item at those budget
-    boundaries (13 kept, 11 drained, session 25's CI)."""
+    boundaries (13 kept, 11 drained in one CI run)."""
     if torchtpu.get_eager_mode() != "fused":
         pytest.skip("fused eager's flush")
     torch.manual_seed(0)
@@ -577,9 +577,9 @@ def test_a_small_models_adamw_records_each_foreach_op_as_one_node_with_plans_cac
     """Over tensors no larger than a fused region's block, an in-place foreach op is recorded as
     one node and runs at the flush as strict eager runs it (one launch over its lists): AdamW
     over 24 small parameters recorded 192 per-tensor ops, about 0.3 ms per step of recording
-    and flushing that fused nothing (docs/host-speed.md, session 25). Its Scalar[] arguments
-    (AdamW's step sizes, new every step) are values of the run, not of the plan: the graph of
-    every later step is the cached one. Results bit for bit the CPU's."""
+    and flushing that fused nothing (docs/host-speed.md, "Foreach ops as one launch"). Its
+    Scalar[] arguments (AdamW's step sizes, new every step) are values of the run, not of the
+    plan: the graph of every later step is the cached one. Results bit for bit the CPU's."""
     if torchtpu.get_eager_mode() != "fused":
         pytest.skip("fused eager's recording")
 
@@ -646,7 +646,8 @@ def test_a_reduction_fuses_its_element_wise_producers():
 def test_a_region_of_one_kernel_op_runs_in_large_blocks_bit_exact():
     # A region with one element-wise op that is not a loop instruction (a matmul's GELU
     # epilogue; gelu_backward before its bias-gradient sum) runs in a few large blocks per thread
-    # (docs/host-speed.md, session 24): the same values as the CPU's kernels, bit for bit.
+    # (docs/host-speed.md, "A cached region's run"): the same values as the CPU's kernels, bit
+    # for bit.
     torch.manual_seed(0)
     x, w, g = torch.randn(640, 512), torch.randn(512, 1024), torch.randn(640, 1024)
     xt, wt, gt = x.to("tpu"), w.to("tpu"), g.to("tpu")

@@ -755,11 +755,12 @@ def test_the_conj_and_neg_bits_of_tpu_tensors_survive_save_load_and_fake_tensors
 
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_fused_attention_equals_the_cpus_flash_kernel_bit_for_bit(mode):
-    """tpu's fused attention runs PyTorch's CPU flash-attention kernels on the device memory; since
-    session 26 they write the output, log-sum-exp and gradients straight into the device tensors
-    (no host results copied over). Layouts (heads-first and rows-first), float masks of 2 and 4
-    dimensions, causal attention and bfloat16: the values are the CPU flash kernel's, bit for
-    bit (float32 at "highest" and bfloat16 both reach the MXU unrounded)."""
+    """tpu's fused attention runs PyTorch's CPU flash-attention kernels on the device memory; they
+    write the output, log-sum-exp and gradients straight into the device tensors (no host results
+    copied over) where PyTorch's CPU wrappers would take the operands as they are. Layouts
+    (heads-first and rows-first), float masks of 2 and 4 dimensions, causal attention and
+    bfloat16: the values are the CPU flash kernel's, bit for bit (float32 at "highest" and
+    bfloat16 both reach the MXU unrounded)."""
     import itertools
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -481,11 +481,11 @@ def test_a_training_script_exits_cleanly_while_the_engine_thread_releases_its_la
     """The autograd engine's thread for "tpu" releases a finished backward pass's state after the
     host moved on, and needs the GIL for it; if the interpreter finalizes first, the process
     aborts at exit ("terminate called without an active exception", PyTorch's race
-    pytorch/pytorch#190489). While this session's design ran the worker's loops serially, this
-    script (host_speed's encoder step, three steps) aborted in 5 of 40 runs (the host's waits
-    kept both cores busy and the engine's thread did not run); torchtpu's exit handler now hands
-    over the GIL first (none in 40). On the final design the script did not abort in 40 runs
-    with or without that hand-over, so this test guards the exit path rather than reproducing
+    pytorch/pytorch#190489). With the worker's loops run serially (a design tried for one OpenMP
+    team and not kept), this script (host_speed's encoder step, three steps) aborted in 5 of 40
+    runs (the host's waits kept both cores busy and the engine's thread did not run); torchtpu's
+    exit handler hands over the GIL first (none in 40). On the design kept the script did not
+    abort in 40 runs with or without that hand-over, so this test guards the exit path rather than reproducing
     the race every time."""
     if torchtpu.get_eager_mode() != "strict":
         pytest.skip("the script sets its own mode; once per suite run is enough")
