@@ -378,12 +378,18 @@ class Stream(torch.Stream):
             return super().__new__(cls, device=_device(device), priority=priority)
 
 
-def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+          external: bool = False):
     """A ``torch.Event`` on the tpu device; ``enable_timing=True`` allows ``elapsed_time``.
 
     A factory rather than a subclass: torch 2.13's ``Event.elapsed_time`` accepts only exact
-    ``torch.Event`` instances as its argument.
+    ``torch.Event`` instances as its argument. ``external`` (an event shared with work outside
+    PyTorch's streams, as CUDA's and TorchTPU's signatures have it) must be False: the simulated
+    device has no such work.
     """
+    if external:
+        raise ValueError("torch.tpu.Event(external=True): the simulated device has no work "
+                         "outside its streams to share an event with")
     return torch.Event(
         device="tpu", enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
     )
@@ -445,6 +451,8 @@ def _generator(idx: int) -> torch.Generator:
 def __getattr__(name: str) -> Any:
     if name == "default_generators":
         return tuple(_generator(i) for i in range(device_count()))
+    if name == "_is_initialized":  # (Google TorchTPU's name for is_initialized())
+        return is_initialized()
     raise AttributeError(f"module 'torch.tpu' has no attribute '{name}'")
 
 

@@ -291,3 +291,44 @@ def test_out_dtype_matmuls_keep_the_float32_accumulator(mode, dtype):
     with pytest.raises(RuntimeError, match="out_dtype must be the same as input dtype"):
         torch.bmm(t["a"].float(), t["b"].float(), out_dtype=torch.bfloat16)
     torchtpu.sync()
+
+
+def test_device_module_class_and_runtime_names_torchtpus_notebook_helpers_read():
+    from torch_tpu.api import _device_module
+    cls = _device_module.DeviceModule
+    assert _device_module._DeviceModule is cls
+    torch.tpu.init()
+    assert cls._is_initialized and torch.tpu._is_initialized
+    cls._is_initialized = False  # (TorchTPU's safe_shutdown resets it; the runtime stays up)
+    assert cls.is_initialized() and cls.device_count() == torch.tpu.device_count()
+    assert torch.tpu.Event(external=False).device.type == "tpu"
+    with pytest.raises(ValueError, match="external"):
+        torch.tpu.Event(external=True)
+
+
+@pytest.mark.one_tier("a torchrun launch of two processes; tpu_dist collectives are tested by "
+                     "test_distributed.py in every mode")
+def test_the_singlehost_launcher_prepares_torchrun_as_torchtpus_notebook_does(tmp_path):
+    # TorchTPU's distributed notebook: eval $(python -m ...singlehost_wrapper | sed 's/^/export /')
+    # then torchrun --nproc_per_node=$WORLD_SIZE; each rank all-reduces its rank over tpu_dist.
+    from test_distributed import free_port
+    script = tmp_path / "ranks.py"
+    script.write_text(textwrap.dedent("""
+        import os, torch, torch.distributed as dist
+        dist.init_process_group(backend="tpu_dist")
+        x = torch.tensor([float(dist.get_rank() + 1)], device="tpu")
+        dist.all_reduce(x)
+        print(f"rank {dist.get_rank()} sum {x.item()} topology {os.environ['TORCH_TPU_TOPOLOGY']}")
+        dist.destroy_process_group()
+    """))
+    command = (f"eval $({sys.executable} -m torch_tpu._internal.distributed.launchers."
+               f"singlehost_wrapper | sed 's/^/export /') && "
+               f"{sys.executable} -m torch.distributed.run --nproc_per_node=$WORLD_SIZE "
+               f"--master-port {free_port()} {script}")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TORCH_TPU_TOPOLOGY", "TORCHTPU_NUM_DEVICES", "ACCELERATOR_TYPE")}
+    env["ACCELERATOR_TYPE"] = "v5e-4"
+    out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True,
+                         timeout=300)
+    lines = sorted(l for l in out.stdout.splitlines() if l.startswith("rank "))
+    assert lines == [f"rank {r} sum 10.0 topology 2,2,1" for r in range(4)], out.stderr[-2000:]

@@ -1,0 +1,1 @@
+"""``torch_tpu._internal.distributed.launchers``: preparing torchrun's environment on one host."""
