@@ -4,6 +4,7 @@
 #include "aten/DryRun.h"
 #include "aten/Fallback.h"
 #include "defer/Defer.h"
+#include "defer/Inspect.h"
 #include "defer/Program.h"
 #include "runtime/Allocator.h"
 #include "runtime/DeferredWork.h"
@@ -99,6 +100,37 @@ bool plan_cache_dumps_on_miss() { return defer::plan_cache_dumps_on_miss(); }
 void set_record_locations(bool on) { defer::set_record_locations(on); }
 bool record_locations() { return defer::record_locations(); }
 void set_max_pending_ops(int64_t n) { defer::set_max_pending_ops(n); }
+
+namespace {
+GraphTensor from_defer(const defer::GraphTensor& t) {
+  return {t.argument, t.value,   t.writes, t.constant, t.wrapped_number, t.sizes,
+          t.strides,  t.offset,  t.dtype,  t.read,     t.written,        t.defined};
+}
+std::vector<GraphTensor> from_defer(const std::vector<defer::GraphTensor>& ts) {
+  std::vector<GraphTensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(from_defer(t));
+  return out;
+}
+}  // namespace
+
+PendingGraph describe_pending(const std::vector<at::Tensor>& tensors,
+                              const std::vector<at::Tensor>& labelled) {
+  defer::PendingGraphView view = defer::describe_pending(tensors, labelled);
+  PendingGraph g;
+  g.pending_ops = view.pending_ops;
+  for (const auto& n : view.nodes) {
+    g.nodes.push_back({n.index, n.name, n.overload, from_defer(n.operands), from_defer(n.results),
+                       n.arguments, n.precision, n.location});
+  }
+  for (const auto& v : view.values) {
+    g.values.push_back(
+        {v.node, v.storage, v.updates, v.input_pending, v.sizes, v.strides, v.offset, v.dtype});
+  }
+  g.outputs = from_defer(view.outputs);
+  g.labelled = from_defer(view.labelled);
+  return g;
+}
 
 void set_precision_override(const std::optional<std::string>& name) {
   sim::set_precision_override(name ? std::optional<sim::Precision>(sim::precision_from_name(*name))

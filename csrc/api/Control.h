@@ -86,6 +86,42 @@ bool plan_cache_dumps_on_miss();
 void set_record_locations(bool on);
 bool record_locations();
 void set_max_pending_ops(int64_t n);
+// The pending graph that tensors depend on, described without running or changing it (for
+// torch_tpu._internal.sync.computation_graphviz / computation_mlir). The fields are those of
+// defer/Inspect.h, which says what they mean: nodes in program order, each write of a storage a
+// new value, operands as views of values (or CPU constants), inputs as values no node wrote.
+struct GraphTensor {
+  std::string argument;
+  int64_t value = -1, writes = -1;
+  std::string constant;
+  bool wrapped_number = false;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  std::string dtype;
+  bool read = false, written = false, defined = false;
+};
+struct GraphValue {
+  int64_t node = -1, storage = 0, updates = -1;
+  bool input_pending = false;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+  std::string dtype;
+};
+struct GraphNode {
+  int64_t index = 0;
+  std::string name, overload;
+  std::vector<GraphTensor> operands, results;
+  std::vector<std::tuple<std::string, std::string, std::string>> arguments;  // name, type, value
+  std::string precision, location;
+};
+struct PendingGraph {
+  std::vector<GraphNode> nodes;
+  std::vector<GraphValue> values;
+  std::vector<GraphTensor> outputs, labelled;
+  int64_t pending_ops = 0;
+};
+PendingGraph describe_pending(const std::vector<at::Tensor>& tensors,
+                              const std::vector<at::Tensor>& labelled);
 
 // Compiled programs: the graphs of torch.compile(backend="tpu") captured once and replayed as one
 // program (defer/Program.h, docs/compiled-mode.md). Tensors: undefined where the graph's input

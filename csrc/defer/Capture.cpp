@@ -1281,6 +1281,12 @@ int64_t pending_ops() {
   return static_cast<int64_t>(s.nodes.size());
 }
 
+void visit_recorded_nodes(const std::function<void(const std::vector<Node>&)>& f) {
+  State& s = state();
+  auto lock = runtime::lock_without_gil(s.mutex);
+  f(s.nodes);
+}
+
 void set_location_provider(LocationProvider provider) { g_location_provider.store(provider); }
 void set_record_locations(bool on) { g_record_locations.store(on); }
 bool record_locations() { return g_record_locations.load(std::memory_order_relaxed); }

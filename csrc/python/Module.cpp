@@ -332,6 +332,67 @@ PYBIND11_MODULE(_C, m) {
   m.def("defer_set_record_locations", [](bool on) { api::set_record_locations(on); });
   m.def("defer_record_locations", [] { return api::record_locations(); });
   m.def("defer_set_max_pending_ops", [](int64_t n) { api::set_max_pending_ops(n); });
+  // The pending graph behind tensors (api::describe_pending): plain dicts and lists, for
+  // torchtpu/_torch_tpu/_internal/sync/_graph.py.
+  m.def(
+      "defer_describe_pending",
+      [](const std::vector<at::Tensor>& tensors, const std::vector<at::Tensor>& labelled) {
+        const api::PendingGraph g = api::describe_pending(tensors, labelled);
+        auto tensor_dict = [](const api::GraphTensor& t) {
+          py::dict d;
+          d["argument"] = t.argument;
+          d["value"] = t.value;
+          d["writes"] = t.writes;
+          d["constant"] = t.constant;
+          d["wrapped_number"] = t.wrapped_number;
+          d["sizes"] = t.sizes;
+          d["strides"] = t.strides;
+          d["offset"] = t.offset;
+          d["dtype"] = t.dtype;
+          d["read"] = t.read;
+          d["written"] = t.written;
+          d["defined"] = t.defined;
+          return d;
+        };
+        auto tensor_list = [&](const std::vector<api::GraphTensor>& ts) {
+          py::list l;
+          for (const auto& t : ts) l.append(tensor_dict(t));
+          return l;
+        };
+        py::list nodes, values;
+        for (const auto& n : g.nodes) {
+          py::dict d;
+          d["index"] = n.index;
+          d["name"] = n.name;
+          d["overload"] = n.overload;
+          d["operands"] = tensor_list(n.operands);
+          d["results"] = tensor_list(n.results);
+          d["arguments"] = n.arguments;
+          d["precision"] = n.precision;
+          d["location"] = n.location;
+          nodes.append(std::move(d));
+        }
+        for (const auto& v : g.values) {
+          py::dict d;
+          d["node"] = v.node;
+          d["storage"] = v.storage;
+          d["updates"] = v.updates;
+          d["input_pending"] = v.input_pending;
+          d["sizes"] = v.sizes;
+          d["strides"] = v.strides;
+          d["offset"] = v.offset;
+          d["dtype"] = v.dtype;
+          values.append(std::move(d));
+        }
+        py::dict out;
+        out["nodes"] = nodes;
+        out["values"] = values;
+        out["outputs"] = tensor_list(g.outputs);
+        out["labelled"] = tensor_list(g.labelled);
+        out["pending_ops"] = g.pending_ops;
+        return out;
+      },
+      py::arg("tensors"), py::arg("labelled") = std::vector<at::Tensor>());
 
   m.def("set_precision_override",
         [](std::optional<std::string> name) { api::set_precision_override(name); });
