@@ -304,32 +304,16 @@ def test_format_model_traces_a_function_into_aten_ops():
     assert re.search(r"aten\.relu\.default\s+x1\s+on tpu:0", text)
 
 
-def test_format_model_stablehlo_is_not_available():
-    if hasattr(sync, "computation_mlir"):
-        pytest.skip("torch_tpu._internal.sync has computation_mlir: shlo=True is served")
-    model, x = _mlp("tpu")
-    with utils.OpTracer() as tracer, pytest.raises(NotImplementedError, match="StableHLO"):
-        utils.format_model(model, x, params=True, shlo=True)
-    assert tracer.log == []  # raised before running anything
-
-
-def test_format_model_shows_computation_mlir_when_sync_has_it(monkeypatch):
-    # The path format_model takes once torch_tpu._internal.sync gains computation_mlir: the
-    # forward pass runs in TorchTPU's INTERNAL_DEFER_ALL mode and its results are handed over.
+def test_format_model_shows_the_forward_pass_as_stablehlo():
+    # The forward pass runs in TorchTPU's INTERNAL_DEFER_ALL mode (fused eager), and its pending
+    # graph is written by computation_mlir; the mode is restored and nothing is left pending.
     from torch_tpu._internal import execution_mode as em
-    seen = []
-
-    def fake_computation_mlir(*tensors):
-        seen.append((em.get_eager_mode(), tensors))
-        return "module @forward {}\n"
-    monkeypatch.setattr(sync, "computation_mlir", fake_computation_mlir, raising=False)
     model, x = _mlp("tpu")
     before = em.get_eager_mode()
     text = utils.format_model(model, x, params=True, shlo=True)
-    assert text.endswith("module @forward {}\n") and text.startswith("Parameters: ")
-    ((mode, (result,)),) = seen
-    assert mode == em.EagerMode.INTERNAL_DEFER_ALL and em.get_eager_mode() == before
-    assert result.shape == (16, 8) and result.device.type == "tpu"
+    assert text.startswith("Parameters: ") and "func.func @main" in text
+    assert "stablehlo.dot_general" in text and "tensor<16x8xf32>" in text
+    assert em.get_eager_mode() == before
 
 
 @pytest.mark.one_tier("formats values: the eager mode does not change them")

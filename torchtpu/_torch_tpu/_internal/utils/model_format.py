@@ -128,11 +128,6 @@ def _trace_function(fn: Callable[..., Any], inputs: Sequence[Any]) -> torch.fx.G
         return make_fx(fn, tracing_mode="real")(*inputs)
 
 
-def _shlo_unavailable() -> bool:
-    from torch_tpu._internal import sync
-    return not hasattr(sync, "computation_mlir")
-
-
 def format_model(model: torch.nn.Module | Callable[..., Any], *input_tensors: Any,
                  params: bool = False, pt: bool = False, aten: bool = False,
                  shlo: bool = False) -> str:
@@ -144,17 +139,10 @@ def format_model(model: torch.nn.Module | Callable[..., Any], *input_tensors: An
     - ``pt``: PyTorch's own printout of the module (an FX graph's readable code);
     - ``aten``: the ATen ops one call ``model(*input_tensors)`` runs, counted per op (an
       OpTracer that keeps metadata only);
-    - ``shlo``: TorchTPU's StableHLO text of the forward pass. torchtpu has no StableHLO
-      lowering (fused eager plans its own regions: docs/eager-modes.md), so this raises
-      NotImplementedError, before anything runs, while ``torch_tpu._internal.sync`` has no
-      ``computation_mlir``.
+    - ``shlo``: the forward pass as StableHLO text: one call recorded in fused eager and
+      written by ``torch_tpu._internal.sync.computation_mlir`` (text to read: nothing compiles
+      it; ops without a StableHLO form are ``custom_call``s).
     """
-    if shlo and _shlo_unavailable():
-        raise NotImplementedError(
-            "format_model(shlo=True): StableHLO text is not available yet in torchtpu's "
-            "torch_tpu: the simulator does not lower programs to StableHLO, and "
-            "torch_tpu._internal.sync.computation_mlir does not exist. Use aten=True for the "
-            "ATen ops the forward pass runs, or torchtpu.metrics for what fused eager ran.")
     if not isinstance(model, torch.nn.Module):
         if not callable(model):
             raise TypeError(f"format_model takes a module or a function, got "
@@ -185,7 +173,7 @@ def format_model(model: torch.nn.Module | Callable[..., Any], *input_tensors: An
         with OpTracer(values=False) as tracer:
             model(*input_tensors)
         parts.append(f"ATen ops of one call ({tracer.num_atens()} calls):\n{tracer._pformat()}")
-    if shlo:  # (only when sync gained computation_mlir: see the check above)
+    if shlo:
         from torch_tpu._internal import execution_mode, sync
         with execution_mode.eager_mode(execution_mode.EagerMode.INTERNAL_DEFER_ALL):
             results = model(*input_tensors)
