@@ -141,6 +141,8 @@ CHECKS = {
 }
 
 
+@pytest.mark.one_tier("each program runs in a process of its own in both modes, whatever the "
+                     "tier's mode")
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 @pytest.mark.parametrize("program", CI, ids=[p.name for p in CI])
 def test_program(program, mode):
