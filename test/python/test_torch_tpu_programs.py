@@ -105,6 +105,13 @@ def _check_precision_tutorial(out: str, mode: str) -> None:
     assert errors["HIGHEST"][1] < 1e-6  # float32's products
 
 
+def _check_hello_world_llm(out: str, mode: str) -> None:
+    # Qwen3-0.6B's stand-in (random weights, test/torch_tpu_programs/standins/hf_hub.py) on the
+    # current accelerator; generate() keeps the prompt at the start of what it decodes.
+    assert "Current accelerator is: tpu" in out
+    assert "Output: 'Hello, I am a" in out
+
+
 def _check_simple_nn(out: str, mode: str) -> None:
     for what in ("Tensor creation (torch.ones) PASSED.", "CPU -> TPU .to() PASSED.",
                  "Binary op (add) PASSED.", "Backward pass PASSED."):
@@ -135,6 +142,7 @@ CHECKS = {
     "nb/advanced_compile": _check_advanced_compile,
     "simple_nn/simple_ops_nn_example": _check_simple_nn,
     "nb/eager_mode": _check_eager_mode,
+    "tutorials/large_language_model/hello_world_llm": _check_hello_world_llm,
     "nb/error_glossary": _check_error_glossary,
     "tutorials/precision/precision_tutorial": _check_precision_tutorial,
     "dlrm/dlrm_simple": _check_dlrm,

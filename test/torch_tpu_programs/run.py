@@ -200,8 +200,8 @@ def run_one(program, mode: str, timeout: float | None = None, keep_output: bool 
     if timed_out:
         row.update(status="failed", error=f"timeout after {timeout:.0f} s")
     elif proc.returncode != 0:
-        row.update(status="failed", error=first_error_line(stdout, stderr)
-                   or f"exit code {proc.returncode}")
+        error = first_error_line(stdout, stderr).replace(REPO + os.sep, "")  # (repo-relative)
+        row.update(status="failed", error=error or f"exit code {proc.returncode}")
     elif missing:
         row.update(status="failed", error=f"output lacks {missing[0]!r}")
     else:
@@ -261,11 +261,12 @@ def markdown_table(rows: list[dict]) -> str:
                 continue
             cells.append({"passed": "passes", "failed": "fails", "skipped": "skipped"}[r["status"]])
             if r["status"] != "passed":
-                text = r.get("reason") or r.get("error") or ""
-                if r["status"] == "failed" and r.get("reason") and r.get("error"):
-                    text = f"{r['reason']} (`{r['error'][:150]}`)"
-                elif r["status"] == "failed":
-                    text = f"`{text[:200]}`"
+                program = by_path.get(path)
+                if r["status"] == "failed" and program is not None and program.why_fails:
+                    r = dict(r, reason=program.why_fails)  # (programs.py's current words)
+                text = r.get("reason") or ""
+                if r["status"] == "failed" and not text:  # the exception, without file paths
+                    text = "`" + re.sub(r" \((/|\w:)[^)]*\)", "", r.get("error", ""))[:200] + "`"
                 if text not in why:
                     why.append(text)
         program = by_path.get(path)
@@ -294,6 +295,8 @@ def main(argv=None) -> int:
                     "program's own, programs.py)")
     ap.add_argument("--json", default=DEFAULT_JSON, help="where to write the results")
     ap.add_argument("--no-json", action="store_true")
+    ap.add_argument("--update", action="store_true", help="replace only these programs' rows "
+                    "in the JSON, keep the others' (rows of programs no longer listed dropped)")
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
     ap.add_argument("--markdown", metavar="JSON", help="print the docs' table from a results "
                     "file and exit")
@@ -330,6 +333,18 @@ def main(argv=None) -> int:
         doc = {"command": "python test/torch_tpu_programs/run.py " + " ".join(argv or sys.argv[1:]),
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                "modes": modes, "results": rows}
+        if args.update and os.path.exists(args.json):
+            with open(args.json) as f:
+                old = json.load(f)
+            fresh = {(r["path"], r["mode"]): r for r in rows}
+            listed = [p.path for p in programs_mod.PROGRAMS]
+            merged = {(r["path"], r["mode"]): r for r in old["results"] if r["path"] in listed}
+            merged.update(fresh)
+            doc = dict(old, results=sorted(
+                merged.values(), key=lambda r: (listed.index(r["path"]), MODES.index(r["mode"]))))
+            doc["updated"] = {"command": "python test/torch_tpu_programs/run.py "
+                              + " ".join(argv or sys.argv[1:]),
+                              "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")

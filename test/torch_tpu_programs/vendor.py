@@ -46,6 +46,8 @@ HELPERS = [
     "examples/ops_and_kernels/pallas_add.py",
     "examples/ops_and_kernels/torch_pallas_add.py",
     "examples/huggingface_transformers/model_configs.py",
+    "examples/huggingface_transformers/generate.py",
+    "examples/gemma4/tpu_attention.py",
     "examples/qwen3/impl/qwen3.py",
     "examples/distributed/data_parallel/dp_utils.py",
     "examples/distributed/data_parallel/simple_model.py",
