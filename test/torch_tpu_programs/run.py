@@ -69,9 +69,12 @@ def import_root() -> str:
     package ahead of the twin (torchtpu/_torch_tpu_finder.py is asked last)."""
     root = os.path.join(CACHE, "import_root")
     link = os.path.join(root, "examples")
-    if not os.path.islink(link):
+    target = os.path.join(VENDORED, "examples")
+    if not (os.path.islink(link) and os.readlink(link) == target):  # (also a checkout moved)
         os.makedirs(root, exist_ok=True)
-        os.symlink(os.path.join(VENDORED, "examples"), link)
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(target, link)
     return root
 
 
@@ -89,6 +92,21 @@ def mode_env(mode: str) -> dict:
     return env
 
 
+def _hf_commit() -> str:
+    """The snapshot name hf_hub.py writes the stand-ins under (read without importing it)."""
+    with open(os.path.join(STANDINS, "hf_hub.py")) as f:
+        return re.search(r'^COMMIT = "([0-9a-f]{40})"', f.read(), re.M).group(1)
+
+
+def build_hf_standin(repo_id: str) -> str:
+    """Builds a Hub stand-in once (build/torch_tpu_programs/hf_home), in a process of its own:
+    building one seeds and uses torch, which the caller's process (pytest's) should not see."""
+    hf_home = os.path.join(CACHE, "hf_home")
+    subprocess.run([sys.executable, os.path.join(STANDINS, "hf_hub.py"), hf_home, repo_id],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return hf_home
+
+
 def prepare_standins(program) -> dict:
     """Builds the program's stand-ins (once, under build/torch_tpu_programs/) and returns the
     environment they need."""
@@ -98,23 +116,18 @@ def prepare_standins(program) -> dict:
         if name == "mnist":
             paths.append(os.path.join(STANDINS, "mnist"))
         elif name.startswith("hf:"):
-            sys.path.insert(0, STANDINS)
-            import hf_hub  # test/torch_tpu_programs/standins/hf_hub.py
-            hf_home = os.path.join(CACHE, "hf_home")
-            hf_hub.build(hf_home, [name[3:]])
+            hf_home = build_hf_standin(name[3:])
             env.update(HF_HOME=hf_home, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         elif name.startswith("data:"):
             # Weights a program reads from TorchTPU's weights mount (examples/paths.py: XM_HOME
             # "/data/", then weights/huggingface/ORG/NAME): a link there to the Hub stand-in,
             # made only where nothing is (a real checkpoint there is used as it is).
-            sys.path.insert(0, STANDINS)
-            import hf_hub  # test/torch_tpu_programs/standins/hf_hub.py
-            hf_home = os.path.join(CACHE, "hf_home")
-            hf_hub.build(hf_home, [name[5:]])
+            hf_home = build_hf_standin(name[5:])
             target = os.path.join(WEIGHTS_MOUNT, name[5:])
             if not os.path.lexists(target):
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.symlink(hf_hub.snapshot(hf_home, name[5:]), target)
+                os.symlink(os.path.join(hf_home, "hub", "models--" + name[5:].replace("/", "--"),
+                                        "snapshots", _hf_commit()), target)
         else:
             raise ValueError(f"{program.name}: unknown stand-in {name!r}")
     env["_standin_paths"] = paths

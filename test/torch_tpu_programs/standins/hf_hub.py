@@ -8,7 +8,8 @@ written into a Hugging Face cache laid out as the Hub's download would leave it
 Text generated from random weights is not meaningful; the programs' own checks (shapes, that the
 output starts with the prompt, CPU against TPU) are what they test.
 
-Usage: python hf_hub.py HF_HOME   (builds every stand-in missing there; run.py calls build()).
+Usage: python hf_hub.py HF_HOME [ORG/NAME ...]   (builds the stand-ins missing there; run.py runs
+this for each program's stand-in).
 """
 import json
 import os
@@ -93,5 +94,5 @@ def build(hf_home: str, repo_ids=None) -> None:
 
 
 if __name__ == "__main__":
-    build(sys.argv[1])
-    print("built", ", ".join(STANDINS), "in", sys.argv[1])
+    build(sys.argv[1], sys.argv[2:] or None)
+    print("built", ", ".join(sys.argv[2:] or STANDINS), "in", sys.argv[1])
