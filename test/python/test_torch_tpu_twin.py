@@ -2,6 +2,7 @@
 works without a real TorchTPU, never shadows one, and each TorchTPU name does what torchtpu's
 feature under it does."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -318,7 +319,8 @@ def test_the_singlehost_launcher_prepares_torchrun_as_torchtpus_notebook_does(tm
         dist.init_process_group(backend="tpu_dist")
         x = torch.tensor([float(dist.get_rank() + 1)], device="tpu")
         dist.all_reduce(x)
-        print(f"rank {dist.get_rank()} sum {x.item()} topology {os.environ['TORCH_TPU_TOPOLOGY']}")
+        line = f"rank {dist.get_rank()} sum {x.item()} topology {os.environ['TORCH_TPU_TOPOLOGY']}\\n"
+        os.write(1, line.encode())  # (one write: the ranks' lines cannot interleave)
         dist.destroy_process_group()
     """))
     command = (f"eval $({sys.executable} -m torch_tpu._internal.distributed.launchers."
@@ -330,5 +332,5 @@ def test_the_singlehost_launcher_prepares_torchrun_as_torchtpus_notebook_does(tm
     env["ACCELERATOR_TYPE"] = "v5e-4"
     out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True,
                          timeout=300)
-    lines = sorted(l for l in out.stdout.splitlines() if l.startswith("rank "))
+    lines = sorted(re.findall(r"rank \d+ sum \S+ topology [\d,]*", out.stdout))
     assert lines == [f"rank {r} sum 10.0 topology 2,2,1" for r in range(4)], out.stderr[-2000:]
