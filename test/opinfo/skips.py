@@ -9,6 +9,8 @@ XFAIL: entries that are compared and currently fail, each with the reason. A fix
 starts passing and the sweep reports it as an unexpected pass, so this list cannot go stale
 silently.
 """
+import torch
+
 
 SKIP = {
     # factories: no input tensor; the sample's device kwarg is the test device
@@ -51,6 +53,30 @@ REFERENCE_IN_FLOAT32: dict[tuple[str, str, str], str] = {
     ("nn.functional.grid_sample", "", "bfloat16"): _GRID_SAMPLER_BF16,
     ("grid_sampler_2d", "", "bfloat16"): _GRID_SAMPLER_BF16,
     ("grid_sampler_3d", "", "bfloat16"): _GRID_SAMPLER_BF16,
+}
+
+def _batch_norm_inference_statistics(sample, expected):
+    """Batch norm in inference returns empty saved statistics on the CPU and, on every other
+    device, the running mean and rsqrt(running_var + eps) per channel, as PyTorch's meta function
+    and decomposition say (fake tensors and compiled graphs expect them). tpu does what the other
+    devices do (aten/Kernels.cpp, native_batch_norm): the CPU's reference gets those statistics."""
+    args = sample.args
+    # (weight, bias, running_mean, running_var, [training,] momentum, eps)
+    training = isinstance(args[4], bool) and args[4]
+    running_mean, running_var, eps = args[2], args[3], args[-1]
+    if training or running_mean is None or expected[1].numel() != 0:
+        return expected
+    accumulate = torch.float64 if sample.input.dtype == torch.float64 else torch.float32
+    return (expected[0], running_mean.to(accumulate),
+            (running_var.to(accumulate) + eps).rsqrt())
+
+
+# op name -> (reference adjustment, reason): where tpu follows what PyTorch specifies for every
+# device but the CPU, the CPU's reference is adjusted to it (the function says how and why).
+NON_CPU_SEMANTICS: dict[str, tuple] = {
+    name: (_batch_norm_inference_statistics, "batch norm's saved statistics in inference")
+    for name in ("native_batch_norm", "_native_batch_norm_legit",
+                 "_native_batch_norm_legit_no_training")
 }
 
 # (name, variant_test_name, dtype name) -> (atol, rtol, reason): comparisons with a tolerance
