@@ -205,6 +205,48 @@ uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips)
 
 void collective_waited(uint64_t id) { sim::collective_waited(id); }
 
+std::map<std::string, double> charge_kernel(const std::string& op,
+                                            const std::vector<KernelMatmul>& matmuls,
+                                            double vpu_units, double hbm_bytes) {
+  sim::Work work;
+  for (const KernelMatmul& m : matmuls) {
+    TORCH_CHECK(m.rate >= 0 && m.rate <= 2, "charge_kernel: rate must be 0, 1 or 2");
+    if (m.batch <= 0 || m.M <= 0 || m.K <= 0 || m.N <= 0) continue;
+    sim::MatmulWork mm;
+    mm.batch = m.batch;
+    mm.M = m.M;
+    mm.K = m.K;
+    mm.N = m.N;
+    mm.passes = std::max<int32_t>(m.passes, 1);
+    mm.element_bytes = m.element_bytes;
+    mm.rate = static_cast<sim::MxuRate>(m.rate);
+    work.matmuls.push_back(mm);
+  }
+  work.vpu_units = std::max(vpu_units, 0.0);
+  work.hbm_bytes = std::max(hbm_bytes, 0.0);
+  work.launches = 1;
+  const sim::Estimate e = sim::cost_model().price(work);
+  sim::record(op, e);
+  runtime::metrics::count("custom_kernels.launches");
+  return {{"mxu_s", e.mxu_s}, {"vpu_s", e.vpu_s}, {"hbm_s", e.hbm_s},
+          {"launch_s", e.launch_s}, {"seconds", e.seconds()}, {"flops", e.flops},
+          {"mxu_flops", e.mxu_flops}, {"hbm_bytes", e.hbm_bytes}};
+}
+
+void swap_memory(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.device().is_privateuseone() && a.device() == b.device(),
+              "swap_memory: expected two tensors on the same tpu device, got ", a.device(),
+              " and ", b.device());
+  c10::StorageImpl* sa = a.storage().unsafeGetStorageImpl();
+  c10::StorageImpl* sb = b.storage().unsafeGetStorageImpl();
+  TORCH_CHECK(sa->nbytes() == sb->nbytes(), "swap_memory: storages of ", sa->nbytes(), " and ",
+              sb->nbytes(), " bytes");
+  if (sa == sb) return;
+  c10::DataPtr pb = sb->set_data_ptr(c10::DataPtr(nullptr, b.device()));
+  c10::DataPtr pa = sa->set_data_ptr(std::move(pb));
+  sb->set_data_ptr(std::move(pa));
+}
+
 std::map<std::string, int64_t> host_memory_stats() {
   const at::HostStats stats = at::getHostAllocator(at::kPrivateUse1)->get_stats();
   std::map<std::string, int64_t> out;

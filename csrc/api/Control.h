@@ -200,6 +200,23 @@ at::Tensor host_view(const at::Tensor& tensor);
 uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips);
 void collective_waited(uint64_t id);
 
+// Charges one launch of a user's kernel (a Pallas or JAX kernel run through torchtpu.pallas,
+// docs/custom-kernels.md) from what the caller counted: its matmuls (batch, M, K, N, passes,
+// operand bytes, rate: 0 bf16, 1 int8, 2 fp8), VPU units x vregs and HBM bytes, priced by the
+// cost model of the current chip and recorded in the ledger under `op` (so estimate(chip=...)
+// re-prices it). Returns the estimate's terms in seconds (mxu, vpu, hbm, launch, total).
+struct KernelMatmul {
+  int64_t batch, M, K, N;
+  int32_t passes, element_bytes, rate;
+};
+std::map<std::string, double> charge_kernel(const std::string& op,
+                                            const std::vector<KernelMatmul>& matmuls,
+                                            double vpu_units, double hbm_bytes);
+// Swaps the device memory of two tpu tensors' storages of the same size (their values go with
+// it): a kernel's output written into a donated input's memory takes that memory, and the
+// donated input the output's (docs/custom-kernels.md, "Donation").
+void swap_memory(const at::Tensor& a, const at::Tensor& b);
+
 // Dry runs (docs/insight.md): tensors without values, ops charged without running.
 void set_dry_run(bool on);
 bool dry_run();

@@ -421,6 +421,17 @@ PYBIND11_MODULE(_C, m) {
     return api::charge_collective(kind, bytes, chips);
   });
   m.def("collective_waited", [](uint64_t id) { api::collective_waited(id); });
+  m.def("charge_kernel", [](const std::string& op, const std::vector<std::vector<int64_t>>& mms,
+                            double vpu_units, double hbm_bytes) {
+    std::vector<api::KernelMatmul> matmuls;
+    for (const auto& m : mms) {
+      TORCH_CHECK(m.size() == 7, "charge_kernel: a matmul is (batch, M, K, N, passes, "
+                  "element_bytes, rate)");
+      matmuls.push_back({m[0], m[1], m[2], m[3], int32_t(m[4]), int32_t(m[5]), int32_t(m[6])});
+    }
+    return api::charge_kernel(op, matmuls, vpu_units, hbm_bytes);
+  });
+  m.def("swap_memory", [](const at::Tensor& a, const at::Tensor& b) { api::swap_memory(a, b); });
   m.def("host_memory_stats", [] { return api::host_memory_stats(); });
   m.def("reset_host_memory_stats", [](bool peak) { api::reset_host_memory_stats(peak); });
   m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
