@@ -25,7 +25,7 @@ if ! "$PYTHON" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] !
   "$PYTHON" -m pip install -q "torch==2.13.0"
 fi
 "$PYTHON" -m pip install -q numpy pytest pytest-timeout expecttest matplotlib "transformers==5.24.0" "accelerate==1.15.0" "diffusers==0.42.1" "peft==0.21.2" \
-  "marimo==0.25.2" absl-py  # (marimo, absl: running TorchTPU's notebooks and examples, test/torch_tpu_programs)
+  "marimo==0.25.2" absl-py "tensorboard==2.21.0"  # (marimo, absl, tensorboard: running TorchTPU's notebooks and examples, test/torch_tpu_programs)
 
 # The build: CMake through setup.py, against the installed torch.
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

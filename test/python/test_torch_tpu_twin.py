@@ -1,6 +1,7 @@
 """The twin of Google TorchTPU's package (docs/coming-from-torchtpu.md): `import torch_tpu`
 works without a real TorchTPU, never shadows one, and each TorchTPU name does what torchtpu's
 feature under it does."""
+import math
 import os
 import re
 import subprocess
@@ -186,12 +187,14 @@ def test_assert_close_modes_and_report():
                            check_value=utils.CheckValueMode.STRICT)
     text = str(report.value)
     assert "Mismatched elements: 2 / 4" in text  # 2.01 (abs 0.01 > atol) and 1e-6 vs 0
-    assert "Suggested tolerances" in text
+    assert "Tolerance suggestions" in text
     utils.assert_close(actual, expected, rtol=None, atol=lambda v: 0.02)
     with pytest.raises(AssertionError, match="at index"):
         utils.assert_close(actual, expected, atol=lambda v: 1e-9)
-    with pytest.raises(ValueError, match="STRICT needs both"):
+    # STRICT with omitted tolerances takes torch.testing's (1.3e-6, 1e-5 for float32).
+    with pytest.raises(AssertionError, match="strict check"):
         utils.assert_close(actual, expected, check_value=utils.CheckValueMode.STRICT)
+    utils.assert_close(expected + 1e-8, expected, check_value=utils.CheckValueMode.STRICT)
     utils.assert_close(actual, expected * 100, check_value=utils.CheckValueMode.SKIP)
     with pytest.raises(AssertionError, match="shape mismatch"):
         utils.assert_close(actual, expected[:3], check_value=utils.CheckValueMode.SKIP)
@@ -202,8 +205,52 @@ def test_assert_close_modes_and_report():
     want = a @ a
     with pytest.raises(AssertionError) as report:
         utils.assert_close(got, want, rtol=0.0, atol=1e-6)
-    suggested = float(str(report.value).split("Suggested tolerances: atol=")[1].split()[0])
-    utils.assert_close(got, want, rtol=0.0, atol=suggested * 1.001)
+    pair = str(report.value).split("margin): ")[1]
+    atol = float(pair.split("atol=")[1].split(",")[0])
+    rtol = float(pair.split("rtol=")[1].split()[0])
+    utils.assert_close(got, want, rtol=rtol * 1.001, atol=atol * 1.001)
+
+
+def test_test_utils_assert_close_and_optimal_tolerances():
+    from torch_tpu._internal.utils import test_utils
+    expected = torch.tensor([0.5, -1.0, 4.0, 10.0])
+    actual = torch.tensor([0.51, -1.0, 4.2, 10.0])
+    with pytest.raises(ValueError, match="LOOSE mode is the default"):
+        test_utils.assert_close(actual, expected, check_value=test_utils.CheckValueMode.LOOSE)
+    # |e| <= 1 sets atol (0.01 at 0.5), |e| > 1 sets rtol (0.2 / 4 = 0.05), each times 1.2.
+    atol, rtol = test_utils.compute_optimal_tolerances(actual, expected)
+    assert atol == pytest.approx(0.012, rel=1e-5) and rtol == pytest.approx(0.06, rel=1e-5)
+    test_utils.assert_close(actual, expected, rtol=rtol, atol=atol)
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 4"):
+        test_utils.assert_close(actual, expected, rtol=rtol / 2, atol=atol)
+    assert test_utils.compute_optimal_tolerances(
+        [actual, actual[:2]], [expected, expected[:2]]) == (atol, rtol)
+    nan = torch.tensor([float("nan"), 1.0])
+    assert all(math.isnan(v) for v in test_utils.compute_optimal_tolerances(
+        nan, torch.tensor([0.0, 1.0])))
+    assert test_utils.compute_optimal_tolerances(nan, nan.clone()) == (0.0, 0.0)
+    # check_dtype=False compares a bfloat16 result with a float32 reference in float32.
+    test_utils.assert_close(expected.bfloat16(), expected, check_dtype=False)
+    with pytest.raises(AssertionError, match="dtype mismatch"):
+        test_utils.assert_close(expected.bfloat16(), expected)
+    # Sub-byte dtypes are decoded for the comparison (the CPU has no arithmetic for them).
+    packed = torch.tensor([0x21, 0x7F], dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
+    with pytest.raises(AssertionError, match=r"\(2,\): -6.0 vs 6.0"):
+        test_utils.assert_close(packed, torch.tensor([0x21, 0x77], dtype=torch.uint8)
+                                .view(torch.float4_e2m1fn_x2))
+
+
+def test_log_to_stderr_routes_absl_and_logging_to_stderr():
+    code = ("import logging; from absl import logging as absl_logging\n"
+            "from torch_tpu._internal.utils import log_utils\n"
+            "log_utils.log_to_stderr()\n"
+            "absl_logging.info('from absl %d', 1); logging.getLogger('mine').info('from logging')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    lines = [line for line in out.stderr.splitlines() if "from " in line]
+    assert len(lines) == 2 and "[INFO] absl: from absl 1" in lines[0], out.stderr
+    assert "[INFO] mine: from logging" in lines[1]
 
 
 def _run_with(env: dict, code: str) -> subprocess.CompletedProcess:

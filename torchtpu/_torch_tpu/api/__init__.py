@@ -10,8 +10,14 @@ __all__ = ["tpu_device"]
 def tpu_device() -> torch.device:
     """Starts the runtime and returns ``torch.device("tpu")``. torchtpu registers the device,
     ``torch.tpu`` and the ``tpu_dist`` process-group backend when it is imported; this only
-    starts the runtime. Cached, as TorchTPU's is (``tpu_device.cache_clear()`` works)."""
-    torch.tpu.init()
+    starts the runtime (and registers ``torch.tpu`` again when a program withdrew it:
+    torch_tpu/_internal/device/_device_module.py). Cached, as TorchTPU's is
+    (``tpu_device.cache_clear()`` works)."""
+    import torchtpu.tpu
+
+    if not hasattr(torch, "tpu"):
+        torch._register_device_module("tpu", torchtpu.tpu)
+    torchtpu.tpu.init()
     return torch.device("tpu")
 
 

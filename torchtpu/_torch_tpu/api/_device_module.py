@@ -3,6 +3,8 @@
 whose attributes its notebook helpers read and reset (tpu_utils.safe_init / safe_shutdown)."""
 import torch
 
+import torchtpu.tpu
+
 from torchtpu.tpu import *  # noqa: F401,F403
 from torchtpu.tpu import (  # noqa: F401
     _clear_cache, _get_cache_hits, _get_cache_misses, _get_cache_requests, _get_cache_stats,
@@ -17,14 +19,14 @@ class _DeviceModuleType(type):
 
     @property
     def _is_initialized(cls) -> bool:
-        return torch.tpu.is_initialized()
+        return torchtpu.tpu.is_initialized()
 
     @_is_initialized.setter
     def _is_initialized(cls, value) -> None:
         pass
 
     def __getattr__(cls, name):
-        return getattr(torch.tpu, name)
+        return getattr(torchtpu.tpu, name)  # (not torch.tpu: that may be this class)
 
 
 class DeviceModule(metaclass=_DeviceModuleType):

@@ -14,37 +14,18 @@ import os
 import time
 from typing import Any, Callable
 
-import torch
+from torch_tpu._internal.distributed.tpu_topology import get_tpu_topology
 
-__all__ = ["WorkerWrapper", "host_topology", "prepare_tpu_environment", "tpu_env_wrapper"]
-
-# Chips per torus axis of a single host's slice, by generation and chip count (Google Cloud's
-# single-host shapes, as TorchTPU maps them).
-_HOST_SHAPES = {
-    "v4": {1: "1,1,1", 4: "2,2,1", 8: "2,2,2"},
-    "v5p": {1: "1,1,1", 4: "2,2,1", 8: "2,2,2"},
-    "v5e": {1: "1,1,1", 4: "2,2,1", 8: "2,4,1"},
-    "v6e": {1: "1,1,1", 4: "2,2,1", 8: "2,4,1"},
-}
-
-
-def host_topology(world_size: int | None = None) -> tuple[str | None, int]:
-    """The slice topology and chip count of this host, or of ``world_size`` of its chips."""
-    count = torch.tpu.device_count() if world_size is None else int(world_size)
-    if world_size is not None and not 1 <= count <= torch.tpu.device_count():
-        raise ValueError(f"world_size {count}: this host has {torch.tpu.device_count()} chips")
-    generation = torch.tpu.get_device_properties(0).name.split()[1] if count else ""
-    return _HOST_SHAPES.get(generation, {}).get(count), count
-
+__all__ = ["WorkerWrapper", "prepare_tpu_environment", "tpu_env_wrapper"]
 
 def prepare_tpu_environment(world_size: int | None = None) -> None:
     """Sets the variables the workers read (in the main process, before they start): the
     topology (unless set), and a profiler session id shared by the workers."""
     os.environ.setdefault("TORCH_TPU_XPROF_SESSION_ID", str(time.time_ns()))
-    topology, _ = host_topology(world_size)
+    topology, _ = get_tpu_topology(world_size)
     if "TORCH_TPU_TOPOLOGY" not in os.environ:
         if topology is None:
-            raise ValueError("no single-host slice shape for this host's chips")
+            raise ValueError("this host has no simulated chips (torch.tpu.device_count() is 0)")
         os.environ["TORCH_TPU_TOPOLOGY"] = topology
     os.environ.setdefault("TORCH_TPU_SLICEBUILDER_ADDRESSES", "")
 
@@ -69,7 +50,7 @@ def tpu_env_wrapper(func: Callable[..., Any], args, *, world_size: int | None = 
 
 
 if __name__ == "__main__":
-    topology, count = host_topology()
+    topology, count = get_tpu_topology()
     print(f'TORCH_TPU_TOPOLOGY="{topology or ""}"')
     print('TORCH_TPU_SLICEBUILDER_ADDRESSES=""')
     print(f"WORLD_SIZE={count}")

@@ -1,0 +1,1 @@
+"""``torch_tpu._internal.shims.pyglib``: build facts (``build_data``)."""

@@ -1,0 +1,1 @@
+"""``torch_tpu._internal.shims.xprof``: trace annotations (``traceme.TraceMe``)."""
