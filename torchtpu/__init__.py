@@ -60,6 +60,9 @@ _torch_tpu_finder.install()  # `import torch_tpu` without a real TorchTPU (docs/
 from . import profiler as _profiler  # noqa: E402
 
 _profiler.install()  # torch.profiler.xprof_trace_handler, TorchTPU's name (docs/insight.md)
+from . import backends as _backends  # noqa: E402
+
+_backends.install()  # torch.backends.tpu (allow_excess_precision)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,

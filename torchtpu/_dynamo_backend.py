@@ -499,6 +499,9 @@ def _new_graph(gm, kind: str, random_op=..., options=None, symbolic=...) -> _Gra
     import weakref
 
     global _graphs_compiled
+    from . import _excess_precision
+
+    _excess_precision.apply(gm)  # (torch.backends.tpu.allow_excess_precision, as it is now)
     _count(f"compile.graphs_{kind}")
     _count("compile.graph_ops", sum(1 for node in gm.graph.nodes if node.op == "call_function"))
     graph = _GraphProgram(gm, f"{kind}_{_graphs_compiled}", random_op, options, symbolic)
