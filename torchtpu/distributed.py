@@ -318,12 +318,18 @@ def _allreduce_options(op) -> AllreduceOptions:
     return o
 
 
-def _create(store, rank, size, timeout):
-    # One simulated chip per process: under torchrun (LOCAL_RANK set) a process still on tpu:0
-    # takes tpu:LOCAL_RANK (modulo the devices simulated).
+def bind_local_rank() -> None:
+    """One simulated chip per process: under torchrun (LOCAL_RANK set) a process still on tpu:0
+    takes tpu:LOCAL_RANK (modulo the devices simulated). Called when a "tpu_dist" group is made,
+    and by the TorchTPU twin's ``api.tpu_device()`` (TorchTPU binds a process's chip when its
+    runtime starts)."""
     local = os.environ.get("LOCAL_RANK")
     if local is not None and torch.tpu.current_device() == 0:
         torch.tpu.set_device(int(local) % torch.tpu.device_count())
+
+
+def _create(store, rank, size, timeout):
+    bind_local_rank()
     return TpuProcessGroup(store, rank, size, timeout)
 
 

@@ -102,6 +102,25 @@ def test_op_tracer_keeps_an_op_that_raised():
     assert "raised RuntimeError" in tracer_utils.pformat_op_tracer(tracer)
 
 
+def test_a_namespace_emptied_by_the_caller_is_left_out_of_the_report():
+    # TorchTPU's trace_ops subtracts a second tracer's counts from a first's, leaving empty
+    # namespaces behind; the report then has only what is left.
+    x = torch.ones(3, device="tpu")
+    with utils.OpTracer() as first:
+        (x + 1).sum()
+    with utils.OpTracer() as second:
+        (x + 1).sum()
+    for namespace, ops in first.ops_log.items():
+        for op in list(ops):
+            ops[op] -= second.ops_log[namespace].get(op, 0)
+            if ops[op] == 0:
+                del ops[op]
+    report = tracer_utils.pformat_op_tracer(first, calls=False)
+    assert report == "no ops recorded"
+    first.ops_log["aten"]["aten.add.Tensor"] = 1
+    assert "namespace 'aten': 1 calls of 1 distinct ops" in tracer_utils.pformat_op_tracer(first)
+
+
 def test_error_glossary_op_tracer_cell_shows_the_copy_to_the_host():
     # TorchTPU's error glossary notebook: a bf16 model, OpTracer around a forward and .cpu().
     model = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(),

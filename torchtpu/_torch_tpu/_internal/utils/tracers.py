@@ -150,6 +150,8 @@ class OpTracer(TorchDispatchMode, contextlib.ContextDecorator):
         lines = []
         for namespace in sorted(self.ops_log):
             ops = self.ops_log[namespace]
+            if not ops:  # (a caller emptied it: TorchTPU's trace_ops subtracts one log from another)
+                continue
             lines.append(f"namespace '{namespace}': {sum(ops.values())} calls of "
                          f"{len(ops)} distinct ops")
             width = max(len(op) for op in ops)
