@@ -31,6 +31,7 @@ from . import _C
 _build = None  # this build's subdirectory name
 _aot = None  # aot_autograd with cacheable compilers
 _options = None  # the CompileOptions of the compile() running (not saved: entries serve any)
+_on_graph = None  # the caller's hook of the compile() running (tpu_backend's on_graph)
 
 
 def directory():
@@ -64,6 +65,8 @@ class TpuOutputCode(OutputCode):
         self._kind = kind
         self._serialized = None
         self._graph = _new_graph(gm, kind, options=_options)
+        if _on_graph is not None:
+            _on_graph(self._graph)
         # (the saved graph keeps no values in its nodes: what the program needs of them is kept)
         self._random_op = self._graph.random_op
         self._symbolic = self._graph.symbolic  # (sympy expressions: buckets of dynamic sizes)
@@ -94,6 +97,8 @@ class TpuOutputCode(OutputCode):
         gm.recompile()
         self._gm = gm
         self._graph = _new_graph(gm, self._kind, self._random_op, _options, self._symbolic)
+        if _on_graph is not None:
+            _on_graph(self._graph)
 
     def set_triton_bundle(self, triton_bundle) -> None:
         pass
@@ -162,16 +167,16 @@ _COUNTERS = (("autograd_cache_hit", "hits"), ("autograd_cache_miss", "misses"),
 _bypass_reason = None  # why the last key could not be made
 
 
-def compile(gm, example_inputs, options):
+def compile(gm, example_inputs, options, on_graph=None):
     """AOTAutograd on a Dynamo graph with its cache on, in this build's directory, for this call
     only (the backward compiled now, not at the first backward, so that the entry is complete
     when it is saved); hits, misses, bypasses and saves counted. ``options`` (CompileOptions)
     apply to the programs made of the graphs, saved or loaded: they are not part of an entry."""
-    global _aot, _bypass_reason, _options
+    global _aot, _bypass_reason, _options, _on_graph
     if _aot is None:
         _aot = _cacheable_aot()
     _bypass_reason = None
-    _options = options
+    _options, _on_graph = options, on_graph
     before = dict(counters["aot_autograd"])
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory()  # (where the AOTAutograd cache works)
@@ -183,7 +188,7 @@ def compile(gm, example_inputs, options):
                 inductor_config.patch(fx_graph_cache=True):
             return _aot(gm, example_inputs)
     finally:
-        _options = None
+        _options = _on_graph = None
         autograd_cache.autograd_cache_key = pytorch_key
         if old is None:
             os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)

@@ -499,6 +499,12 @@ def _new_graph(gm, kind: str, random_op=..., options=None, symbolic=...) -> _Gra
     import weakref
 
     global _graphs_compiled
+    from .pallas import _graphs as _kernel_graphs
+
+    if _kernel_graphs.has_kernels(gm):  # (cut at its JAX kernels: torchtpu/pallas/_graphs.py)
+        _count("compile.graphs_cut_at_kernels")
+        return _kernel_graphs.SplitGraph(
+            gm, lambda piece: _new_graph(piece, kind, random_op, options))
     from . import _excess_precision
 
     _excess_precision.apply(gm)  # (torch.backends.tpu.allow_excess_precision, as it is now)
@@ -511,10 +517,12 @@ def _new_graph(gm, kind: str, random_op=..., options=None, symbolic=...) -> _Gra
     return graph
 
 
-def _graph_compiler(kind: str, options: CompileOptions):
+def _graph_compiler(kind: str, options: CompileOptions, on_graph=None):
     def compile_graph(gm, example_inputs):
         start = time.perf_counter_ns()
         graph = _new_graph(gm, kind, options=options)
+        if on_graph is not None:
+            on_graph(graph)
         if kind == "backward":  # (compiled lazily at the first backward, outside tpu_backend)
             _count("compile.time_ns", time.perf_counter_ns() - start)
 
@@ -538,30 +546,37 @@ def programs() -> list:
     return out
 
 
-def tpu_backend(gm, example_inputs, mode=None, options=None, **kwargs):
+def tpu_backend(gm, example_inputs, mode=None, options=None, *, on_graph=None, disk_cache=True,
+                **kwargs):
     """The Dynamo backend: AOTAutograd's graphs, run by torchtpu's kernels. ``mode`` and
-    ``options``: CompileOptions."""
+    ``options``: CompileOptions. For callers that wrap the backend (the TorchTPU twin's
+    ``TpuBackend``, torchtpu/_torch_tpu/_internal/compile/_backend.py): ``on_graph`` is called
+    with each ATen graph's ``_GraphProgram`` when it is made (a backward one at the first
+    backward), and ``disk_cache=False`` keeps this Dynamo graph out of the disk cache
+    (``TORCHTPU_CACHE_DIR``)."""
     opts = CompileOptions(mode, options) if (mode or options) else _DEFAULT_OPTIONS
     _count("compile.dynamo_graphs")
     if _run_on_annotated_streams(gm):
         return _on_streams(gm)
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
-    if not os.environ.get("TORCHTPU_CACHE_DIR"):
-        aot = _aots.get(opts.key())
+    if not (disk_cache and os.environ.get("TORCHTPU_CACHE_DIR")):
+        aot = _aots.get(opts.key()) if on_graph is None else None
         if aot is None:
             from torch._dynamo.backends.common import aot_autograd
 
-            aot = _aots[opts.key()] = aot_autograd(
-                fw_compiler=_graph_compiler("forward", opts),
-                bw_compiler=_graph_compiler("backward", opts),
-                inference_compiler=_graph_compiler("inference", opts),
+            aot = aot_autograd(
+                fw_compiler=_graph_compiler("forward", opts, on_graph),
+                bw_compiler=_graph_compiler("backward", opts, on_graph),
+                inference_compiler=_graph_compiler("inference", opts, on_graph),
                 # input mutations (a static KV cache written by index_copy_) stay in the graph
                 keep_inference_input_mutations=True,
             )
+            if on_graph is None:  # (one per caller's hook otherwise: made per Dynamo graph)
+                _aots[opts.key()] = aot
         compiled = aot(gm, example_inputs)
     else:  # (docs/compiled-mode.md, "The compilation cache"; imported only then)
         from . import _compile_cache
 
-        compiled = _compile_cache.compile(gm, example_inputs, opts)
+        compiled = _compile_cache.compile(gm, example_inputs, opts, on_graph)
     _count("compile.time_ns", time.perf_counter_ns() - start)
     return compiled
