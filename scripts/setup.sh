@@ -26,6 +26,9 @@ if ! "$PYTHON" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] !
 fi
 "$PYTHON" -m pip install -q numpy pytest pytest-timeout expecttest matplotlib "transformers==5.24.0" "accelerate==1.15.0" "diffusers==0.42.1" "peft==0.21.2" \
   "marimo==0.25.2" absl-py "tensorboard==2.21.0"  # (marimo, absl, tensorboard: running TorchTPU's notebooks and examples, test/torch_tpu_programs)
+# JAX on the CPU: the optional dependency of torchtpu.pallas (Pallas / JAX kernels as ops on "tpu",
+# run in Pallas' TPU interpret mode: docs/custom-kernels.md). jax[cpu] does not resolve torch.
+"$PYTHON" -m pip install -q "jax[cpu]==0.10.2"
 
 # The build: CMake through setup.py, against the installed torch.
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
