@@ -44,8 +44,6 @@ class Program:
 
 
 # The reasons shared by several programs.
-NEEDS_PALLAS = ("Pallas kernels (jax.experimental.pallas.pallas_call) lower only for a real TPU; "
-                "torch_tpu._internal.pallas.jax_op hands them to libtpu")
 GOOGLE_LAUNCHER = ("Google-internal launcher (torch.google, torch_tpu shims' g3_multiprocessing), "
                    "which TorchTPU's public package does not have; launch.sh starts the same "
                    "worker")
@@ -59,8 +57,9 @@ LIBTPU_FLAGS = ("puts libtpu's dump flags (--xla_jf_dump_to) on its absl command
                 "a libtpu install defines (absl refuses them elsewhere)")
 UINT32_ARANGE = ("torch.arange(32, dtype=torch.uint32, device=\"tpu\"): torchtpu runs PyTorch's CPU "
                  "kernel there, which has no uint32 arange (TorchTPU computes it)")
-PALLAS_JAX_OP = ("torch_tpu._internal.pallas (jax_op: a JAX function, no Pallas kernel, as a torch "
-                 "op) is not in the twin")
+UINT32_OPS = ("pack32 computes in torch.uint32 on \"tpu\" (arange, 2 ** tensor, sum(dtype=uint32)): "
+              "torchtpu runs PyTorch's CPU kernels there, which have none of the three for "
+              "uint32 (TorchTPU computes them); its jax_op (popcount) runs")
 LOG_UTILS = "torch_tpu._internal.utils.log_utils (log_to_stderr) is not in the twin"
 TEST_UTILS = ("torch_tpu._internal.utils.test_utils (assert_close, CheckValueMode) is not in "
               "the twin")
@@ -92,9 +91,10 @@ PROGRAMS: list[Program] = [
     Program("docs/notebooks/extending_modules_and_functions_via_composition.py", "marimo",
             note=CPU_ONLY),
     Program("docs/notebooks/quant.py", "marimo", why_fails=UINT32_ARANGE),
-    Program("docs/notebooks/quantized_sum.py", "marimo", why_fails=PALLAS_JAX_OP),
-    Program("docs/notebooks/custom_ops_via_pallas.py", "marimo", skip=NEEDS_PALLAS),
-    Program("docs/notebooks/custom_pallas_kernel.py", "marimo", skip=NEEDS_PALLAS),
+    Program("docs/notebooks/quantized_sum.py", "marimo", requires=("jax",), why_fails=UINT32_OPS),
+    Program("docs/notebooks/custom_ops_via_pallas.py", "marimo", requires=("jax",)),
+    Program("docs/notebooks/custom_pallas_kernel.py", "marimo", requires=("jax",),
+            expect=(r"Verification complete: Pallas integration functional",)),
     # --- marimo notebooks: torch_tpu/docs ---
     Program("torch_tpu/docs/get_started_tpu.py", "marimo",
             skip="imports tpu_utils from torch_tpu/docs/, which its BUILD names but the copy of "
@@ -142,9 +142,11 @@ PROGRAMS: list[Program] = [
     Program("examples/ops_and_kernels/sigmoid_no_vanishing_grad.py", "script", note=CPU_ONLY),
     Program("examples/ops_and_kernels/pointwise_fusion_xla.py", "script", skip=LIBTPU_FLAGS),
     Program("examples/ops_and_kernels/quant.py", "script", skip=LIBTPU_FLAGS),
-    Program("examples/ops_and_kernels/quantized_sum.py", "script", why_fails=PALLAS_JAX_OP),
-    Program("examples/ops_and_kernels/call_pallas_add.py", "script", skip=NEEDS_PALLAS),
-    Program("examples/ops_and_kernels/quant_pallas.py", "script", skip=NEEDS_PALLAS),
+    Program("examples/ops_and_kernels/quantized_sum.py", "script", skip=LIBTPU_FLAGS,
+            note="its notebook twin, nb/quantized_sum, runs the same kernel"),
+    Program("examples/ops_and_kernels/call_pallas_add.py", "script", requires=("jax",)),
+    Program("examples/ops_and_kernels/quant_pallas.py", "script", skip=LIBTPU_FLAGS,
+            note="its notebook twin, nb/custom_ops_via_pallas, runs the same kernel"),
     Program("examples/ops_and_kernels/pointwise_fusion_cuda.py", "script",
             skip="needs a CUDA GPU (the CUDA half of TorchTPU's fusion comparison)"),
     Program("examples/huggingface_transformers/functional_test.py", "script", why_fails=LOG_UTILS),
