@@ -66,8 +66,30 @@ def _qwen3(folder):
     tok.save_pretrained(folder)
 
 
+def _llama3_2_1b(folder):
+    import torch
+    import transformers
+
+    # Untied embeddings, unlike the real checkpoint: hf_llama3_worker.py shards the embedding
+    # and the output layer in two FSDP groups, which torch 2.13's fully_shard refuses for a tied
+    # parameter on any device ("shared with a parameter already managed by another FSDP group").
+    tok = _tokenizer(["<|begin_of_text|>", "<|end_of_text|>"], bos_token="<|begin_of_text|>",
+                     eos_token="<|end_of_text|>")
+    config = transformers.LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
+        rope_theta=500000.0, tie_word_embeddings=False, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, dtype="bfloat16")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    model.generation_config = transformers.GenerationConfig(
+        bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, do_sample=False)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+
+
 # Hub id -> builder.
-STANDINS = {"Qwen/Qwen3-0.6B": _qwen3}
+STANDINS = {"Qwen/Qwen3-0.6B": _qwen3, "meta-llama/Llama-3.2-1B": _llama3_2_1b}
 
 
 def snapshot(hf_home: str, repo_id: str) -> str:
