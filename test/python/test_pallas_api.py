@@ -122,3 +122,40 @@ def test_custom_jax_kernel_warns_and_runs():
 def test_torch_tpu_module_path_is_the_same_implementation():
     import torch_tpu._internal.pallas as tp
     assert tp.jax_op is pallas.jax_op and tp.custom_jax_kernel is pallas.custom_jax_kernel
+
+
+def test_dry_run_charges_the_kernel_from_shapes():
+    op = pk.op("blocked_matmul")
+    x, y = torch.randn(256, 512).bfloat16(), torch.randn(512, 384).bfloat16()
+    torchtpu.metrics.reset()
+    op(x.tpu(), y.tpu())
+    ran = torchtpu.metrics.op_times()["tpk::blocked_matmul"]
+    torchtpu.metrics.reset()
+    with torchtpu.dry_run():
+        out = op(torch.empty(256, 512, dtype=torch.bfloat16, device="tpu"),
+                 torch.empty(512, 384, dtype=torch.bfloat16, device="tpu"))
+        assert out.shape == (256, 384) and out.dtype == torch.float32
+    assert torchtpu.metrics.op_times()["tpk::blocked_matmul"] == pytest.approx(ran)
+
+
+def test_out_of_bounds_dma_is_reported_naming_the_kernel():
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(x_hbm, o_ref, buf, sem):
+        start = pl.program_id(0) * 16 + 8  # (rows 8..23 of 16: known only when it runs)
+        copy = pltpu.make_async_copy(x_hbm.at[pl.ds(start, 16)], buf, sem)
+        copy.start()
+        copy.wait()
+        o_ref[...] = buf[...]
+
+    def oob(x: jax.Array) -> jax.Array:
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((16, 128), x.dtype), grid=(1,),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec((16, 128), lambda i: (0, 0)),
+            scratch_shapes=[pltpu.VMEM((16, 128), x.dtype), pltpu.SemaphoreType.DMA])(x)
+
+    op = pallas.jax_op("tpk::oob", oob)
+    with pytest.raises(IndexError, match="tpk::oob: out-of-bounds"):
+        op(torch.randn(16, 128).tpu())

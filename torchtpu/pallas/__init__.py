@@ -183,5 +183,5 @@ def kernel_work(op_or_fn, *args) -> dict:
     w = kernel.work(list(args), host)
     return {"matmuls": w.matmul_rows(), "flops": w.flops(), "vpu_units": w.vpu_units,
             "hbm_bytes": w.hbm_bytes, "grid_steps": w.grid_steps, "vmem_bytes": w.vmem_bytes,
-            "notes": list(w.notes)}
+            "notes": list(w.notes), "declared": dict(w.declared)}
 

@@ -83,6 +83,8 @@ class KernelWork:
     vmem_limit: int | None = None  # a pallas_call's vmem_limit_bytes, where it sets one
     notes: list = dataclasses.field(default_factory=list)
     data_dependent: bool = False  # index maps read scalar-prefetch values
+    # What the kernels' authors declared (pallas_call's cost_estimate), summed: flops, bytes.
+    declared: dict = dataclasses.field(default_factory=dict)
 
     def add_matmul(self, batch, M, K, N, passes, nbytes, rate, times=1):
         key = (int(M), int(K), int(N), int(passes), int(nbytes), int(rate))
@@ -98,7 +100,8 @@ class KernelWork:
         out = KernelWork(vpu_units=self.vpu_units * k, hbm_bytes=self.hbm_bytes * k,
                          grid_steps=int(self.grid_steps * k), vmem_bytes=self.vmem_bytes,
                          vmem_limit=self.vmem_limit, notes=list(self.notes),
-                         data_dependent=self.data_dependent)
+                         data_dependent=self.data_dependent,
+                         declared={name: v * k for name, v in self.declared.items()})
         out.matmuls = {key: int(round(b * k)) for key, b in self.matmuls.items()}
         return out
 
@@ -113,6 +116,8 @@ class KernelWork:
             self.vmem_limit = other.vmem_limit
         self.notes += [n for n in other.notes if n not in self.notes]
         self.data_dependent |= other.data_dependent
+        for k, v in other.declared.items():
+            self.declared[k] = self.declared.get(k, 0) + v
         return self
 
     def max_with(self, other: "KernelWork") -> "KernelWork":
@@ -342,6 +347,11 @@ def _pallas_call(eqn, ctx) -> KernelWork:
         for p in (params.values() if isinstance(params, dict) else (params,)):
             limit = getattr(p, "vmem_limit_bytes", None) or limit
     work.vmem_limit = limit
+    declared = eqn.params.get("cost_estimate")
+    if declared is not None:
+        work.declared = {"flops": float(declared.flops),
+                         "bytes_accessed": float(declared.bytes_accessed),
+                         "transcendentals": float(declared.transcendentals)}
     body = KernelWork()
     _walk(eqn.params["jaxpr"], body, 1, True, ctx)
     work += body.scaled(steps)

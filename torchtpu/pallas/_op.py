@@ -20,6 +20,7 @@ A call on tpu tensors (``JaxKernel.__call__``):
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import threading
@@ -113,10 +114,12 @@ def torch_signature(fn) -> tuple[inspect.Signature, tuple[int, ...]]:
     """The op's signature (jax.Array -> Tensor) and the positions of its static (non-array)
     arguments. Raises ValueError for a missing or unsupported annotation, as TorchTPU does."""
     sig = inspect.signature(fn, follow_wrapped=False)
-    hints = {}
+    hints, target = {}, fn
+    while isinstance(target, functools.partial):  # (a partial's annotations: its function's)
+        target = target.func
     try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # (functools.partial and friends: their annotations as they are)
+        hints = typing.get_type_hints(target)  # (string annotations resolved: PEP 563 files)
+    except Exception:  # (annotations as they are)
         pass
     params, static = [], []
     for i, p in enumerate(sig.parameters.values()):
@@ -252,9 +255,13 @@ class JaxKernel:
                                f"{sorted(str(d) for d in devices)}")
         if not tpu:
             return self._run(args, None)
-        if _C.dry_run():
-            raise RuntimeError(f"{self.op_name}: a JAX kernel cannot run in a dry run (its "
-                               "work is counted from values it computes)")
+        if _C.dry_run():  # (results without values, charged from the shapes: docs/insight.md)
+            work = self.work(args, [None] * len(args))
+            _check_vmem(self.op_name, work)
+            outs = self.fake(args, tpu[0])
+            _C.charge_kernel(self.op_name, work.matmul_rows(), float(work.vpu_units),
+                             float(work.hbm_bytes))
+            return outs
         scope = _C._ForeignOp()  # noqa: F841  (alive for the call: torchtpu/_custom_ops.py)
         try:
             return self._run(args, tpu[0])
