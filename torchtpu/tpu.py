@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import threading
 import traceback
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from . import _C
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_generators", "device",
-    "device_count", "empty_cache", "get_amp_supported_dtype", "get_device_name",
-    "get_device_properties", "get_matmul_precision", "get_rng_state", "get_rng_state_all", "init", "initial_seed",
+    "device_count", "empty_cache", "get_amp_supported_dtype", "get_default_matmul_precision",
+    "get_device_name", "get_device_properties", "get_matmul_precision", "get_rng_state",
+    "get_rng_state_all", "init", "initial_seed",
     "is_available", "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
     "max_memory_reserved", "mem_get_info", "memory_allocated", "memory_reserved",
     "memory_stats", "host_memory_stats", "reset_peak_host_memory_stats",
@@ -203,7 +205,7 @@ class precision:
 
     ``Precision.HIGHEST`` or ``"highest"`` (6 bf16 passes), ``Precision.HIGH`` or ``"high"``
     (3 passes, bf16_3x), ``Precision.DEFAULT`` or ``"medium"`` (1 pass); outside any scope the
-    level follows ``torch.get_float32_matmul_precision()``.
+    process's level applies (``get_default_matmul_precision()``).
     """
 
     def __init__(self, level: "str | Precision"):
@@ -229,6 +231,35 @@ class precision:
 def get_matmul_precision() -> str:
     """The MXU precision level in force on this thread."""
     return _C.current_precision()
+
+
+def get_default_matmul_precision() -> str:
+    """The MXU precision of float32 matmuls outside ``precision`` scopes: ``"medium"``
+    (TorchTPU's ``Precision.DEFAULT``, one bfloat16 pass, as the chip runs them) unless
+    ``TORCHTPU_MATMUL_PRECISION`` or a call of ``torch.set_float32_matmul_precision`` set
+    another. ``torch.get_float32_matmul_precision()`` is PyTorch's setting for the CPU, which
+    stays "highest" until set (docs/simulated-chip.md, "MXU numerics")."""
+    return _C.default_precision()
+
+
+def _follow_torch_float32_matmul_precision() -> None:
+    """Makes ``torch.set_float32_matmul_precision(level)`` set the MXU's default level too, as it
+    sets the CPU's and CUDA's: a program that asks for "highest" gets six passes on tpu. Only
+    the call sets it: PyTorch's initial "highest" is the CPU's default, not a request."""
+    original = torch.set_float32_matmul_precision
+    if getattr(original, "_torchtpu_follows", False):
+        return
+
+    @functools.wraps(original)
+    def set_float32_matmul_precision(precision: str) -> None:
+        original(precision)
+        _C.set_default_precision(precision)
+
+    set_float32_matmul_precision._torchtpu_follows = True
+    torch.set_float32_matmul_precision = set_float32_matmul_precision
+
+
+_follow_torch_float32_matmul_precision()
 
 
 # ---------------------------------------------------------------------------------------------

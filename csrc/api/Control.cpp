@@ -142,6 +142,10 @@ std::optional<std::string> precision_override() {
   return std::string(sim::name(*p));
 }
 std::string current_precision() { return sim::name(sim::current_precision()); }
+void set_default_precision(const std::string& name) {
+  sim::set_default_precision(sim::precision_from_name(name));
+}
+std::string default_precision() { return sim::name(sim::default_precision()); }
 
 namespace {
 std::shared_ptr<c10::GatheredContext> gather_python_stack() {

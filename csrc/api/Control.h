@@ -164,6 +164,9 @@ void charge_program(const Program& program);
 void set_precision_override(const std::optional<std::string>& name);
 std::optional<std::string> precision_override();
 std::string current_precision();
+// The precision outside scopes (sim::default_precision), by torch's names.
+void set_default_precision(const std::string& name);
+std::string default_precision();
 
 // Memory history (torch.tpu.memory._record_memory_history, docs/insight.md): every allocation
 // and free of every device, with the stack (a torch::CapturedTraceback: Python frames, gathered

@@ -398,6 +398,9 @@ PYBIND11_MODULE(_C, m) {
         [](std::optional<std::string> name) { api::set_precision_override(name); });
   m.def("get_precision_override", [] { return api::precision_override(); });
   m.def("current_precision", [] { return api::current_precision(); });
+  m.def("set_default_precision",
+        [](const std::string& name) { api::set_default_precision(name); });
+  m.def("default_precision", [] { return api::default_precision(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
   m.def("record_memory_history", [](bool on, size_t max_entries) {

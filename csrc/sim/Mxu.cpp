@@ -1,5 +1,6 @@
 #include "sim/Mxu.h"
 #include "sim/OneDnnGemm.h"
+#include "runtime/Env.h"
 #include "runtime/Metrics.h"
 
 #include <ATen/Context.h>
@@ -9,6 +10,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -26,6 +28,10 @@ namespace torchtpu::sim {
 namespace {
 
 thread_local std::optional<Precision> tls_override;
+
+// The process's precision outside a scope (see default_precision() in sim/Mxu.h); -1 until the
+// first read, which takes TORCHTPU_MATMUL_PRECISION or TorchTPU's DEFAULT.
+std::atomic<int> process_default{-1};
 
 // One pass over a float32 tensor: the bf16 part `part` (0 hi, 1 mid) or the prefix sum of parts
 // 0..upto, computed by sim/Numerics in parallel blocks. The result is contiguous.
@@ -201,14 +207,30 @@ void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Te
   float_matmul(a.to(at::kFloat), b.to(at::kFloat), out, Precision::kHighest);
 }
 
+Precision default_precision() {
+  int level = process_default.load(std::memory_order_relaxed);
+  if (level < 0) {
+    Precision p = Precision::kDefault;
+    if (auto name = runtime::env::get("TORCHTPU_MATMUL_PRECISION")) {
+      TORCH_CHECK_VALUE(*name == "medium" || *name == "high" || *name == "highest",
+                        "TORCHTPU_MATMUL_PRECISION must be medium, high or highest, got '",
+                        *name, "'");
+      p = precision_from_name(*name);
+    }
+    int expected = -1;
+    process_default.compare_exchange_strong(expected, static_cast<int>(p));
+    level = process_default.load(std::memory_order_relaxed);
+  }
+  return static_cast<Precision>(level);
+}
+
+void set_default_precision(Precision precision) {
+  process_default.store(static_cast<int>(precision), std::memory_order_relaxed);
+}
+
 Precision current_precision() {
   if (tls_override) return *tls_override;
-  switch (at::globalContext().float32MatmulPrecision()) {
-    case at::Float32MatmulPrecision::HIGHEST: return Precision::kHighest;
-    case at::Float32MatmulPrecision::HIGH: return Precision::kHigh;
-    case at::Float32MatmulPrecision::MEDIUM: return Precision::kDefault;
-  }
-  return Precision::kHighest;
+  return default_precision();
 }
 
 std::optional<Precision> precision_override() { return tls_override; }

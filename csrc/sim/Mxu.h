@@ -33,8 +33,14 @@
 namespace torchtpu::sim {
 
 // The precision in force on this thread: the override of torch.tpu.precision(...) if set,
-// else PyTorch's torch.get_float32_matmul_precision().
+// else the process's default.
 Precision current_precision();
+// The process's float32 matmul precision outside torch.tpu.precision scopes: TorchTPU's DEFAULT
+// (one bfloat16 pass, as the chip runs an unscoped float32 matmul) unless the environment's
+// TORCHTPU_MATMUL_PRECISION names another; torch.set_float32_matmul_precision(...) sets it
+// (torchtpu/tpu.py), PyTorch's own setting for the CPU is not read.
+Precision default_precision();
+void set_default_precision(Precision precision);
 std::optional<Precision> precision_override();
 void set_precision_override(std::optional<Precision> precision);
 

@@ -73,6 +73,8 @@ import tempfile
 import time
 import unittest
 
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
 _RESULTS = os.path.join(_REPO, "benchmarks", "results")

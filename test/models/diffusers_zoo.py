@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zoo  # noqa: E402  the transformers zoo: run_on_tpu, first_tensor, the report's helpers
 from diffusers_recipes import recipes as _recipes  # noqa: E402  per-class recipes

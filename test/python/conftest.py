@@ -11,6 +11,9 @@ import pytest
 import torch
 import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
 
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+torch.set_float32_matmul_precision("highest")
+
 
 def pytest_configure(config):
     config.addinivalue_line(

@@ -256,6 +256,7 @@ def test_log_to_stderr_routes_absl_and_logging_to_stderr():
 
 def _run_with(env: dict, code: str) -> subprocess.CompletedProcess:
     names = ("ACCELERATOR_TYPE", "TORCHTPU_CHIP", "TORCHTPU_NUM_DEVICES", "TPU_VISIBLE_DEVICES",
+             "TORCHTPU_MATMUL_PRECISION",
              "TPU_VISIBLE_CHIPS", "TORCH_TPU_TOPOLOGY", "TORCHTPU_TOPOLOGY")
     full = {k: v for k, v in os.environ.items() if k not in names}
     return subprocess.run([sys.executable, "-c", code], env={**full, **env}, capture_output=True,
@@ -382,3 +383,38 @@ def test_the_singlehost_launcher_prepares_torchrun_as_torchtpus_notebook_does(tm
                          timeout=300)
     lines = sorted(re.findall(r"rank \d+ sum \S+ topology [\d,]*", out.stdout))
     assert lines == [f"rank {r} sum 10.0 topology 2,2,1" for r in range(4)], out.stderr[-2000:]
+
+
+def test_float32_matmuls_default_to_torchtpus_one_pass_and_follow_torchs_setting():
+    # TorchTPU's default (Precision.DEFAULT: one bfloat16 pass) without a scope; a call of
+    # torch.set_float32_matmul_precision sets the device's level as it sets the CPU's; the
+    # environment's TORCHTPU_MATMUL_PRECISION sets the starting level.
+    code = textwrap.dedent("""
+        import torch, torchtpu
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(64, 256, generator=g), torch.randn(256, 32, generator=g)
+        exact = a.double() @ b.double()
+        def err():
+            return float(((a.to("tpu") @ b.to("tpu")).cpu().double() - exact).abs().max())
+        one_pass = float(((a.bfloat16().float() @ b.bfloat16().float()).double() - exact)
+                         .abs().max())
+        print(torch.tpu.get_default_matmul_precision(), torch.get_float32_matmul_precision())
+        print(abs(err() - one_pass) < 1e-4, err() > 1e-2)
+        with torch.tpu.precision(torch.tpu.Precision.HIGHEST):
+            print(err() < 1e-4)
+        torch.set_float32_matmul_precision("highest")
+        print(torch.tpu.get_default_matmul_precision(), err() < 1e-4)
+        torch.set_float32_matmul_precision("medium")
+        print(torch.tpu.get_default_matmul_precision(), torch.get_float32_matmul_precision())
+    """)
+    out = _run_with({}, code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:5] == ["medium highest", "True True", "True",
+                                          "highest True", "medium medium"]
+    out = _run_with({"TORCHTPU_MATMUL_PRECISION": "high"},
+                    "import torch, torchtpu; print(torch.tpu.get_default_matmul_precision())")
+    assert out.stdout.strip() == "high", out.stderr
+    out = _run_with({"TORCHTPU_MATMUL_PRECISION": "fast"},
+                    "import torch, torchtpu; torch.ones(2, 2, device='tpu') @ "
+                    "torch.ones(2, 2, device='tpu')")
+    assert out.returncode != 0 and "TORCHTPU_MATMUL_PRECISION must be medium" in out.stderr

@@ -30,6 +30,8 @@ import sys
 import threading
 import time
 
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+
 MODES = ("strict", "debug", "fused")
 LOOP_DONE = "main loop done"
 HBM_BYTES = 96 << 20  # small: the queue-bound loop's queued results do not fit in it

@@ -69,6 +69,8 @@ import subprocess
 import sys
 import time
 
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
 _DEFAULT_UPSTREAM = os.path.join(_REPO, "build", "upstream")
