@@ -89,7 +89,7 @@ def test_flash_attention_forward_and_backward(mode):
         torch.testing.assert_close(got.cpu(), ref.grad, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("mode", ("strict", "fused"))
+@pytest.mark.parametrize("mode", ("strict", "debug", "fused"))
 def test_donated_argument_memory_goes_to_the_result(mode):
     torchtpu.set_eager_mode(mode)
     op = pk.op("scale3", donate_argnums=(0,))

@@ -145,9 +145,25 @@ def _rate(dtype) -> int:
     return 0
 
 
-def _float32_passes() -> int:
-    import torch  # (the precision in force for float32 matmuls, as for torch's own: docs/design.md 4.2)
-    return {"highest": 6, "high": 3, "medium": 1}.get(torch.get_float32_matmul_precision(), 6)
+_PASSES = {"highest": 6, "high": 3, "medium": 1}
+
+
+def _float32_passes(precision) -> int:
+    """bf16 passes of a float32 dot (docs/design.md 4.2): its own ``precision`` where it names one
+    (HIGHEST six, HIGH three, DEFAULT one ... as jax.lax.Precision says), else the device's
+    default float32 matmul precision."""
+    names = [str(p).upper() for p in (precision if isinstance(precision, tuple) else (precision,))
+             if p is not None]
+    if any("HIGHEST" in n for n in names):
+        return 6
+    if any("HIGH" in n for n in names):
+        return 3
+    if any("DEFAULT" in n for n in names):
+        return 1
+    import torch
+    get = getattr(torch.tpu, "get_default_matmul_precision", None)
+    level = get() if get is not None else torch.get_float32_matmul_precision()
+    return _PASSES.get(level, 1)
 
 
 def _dot(eqn, work: KernelWork, times: int):
@@ -158,7 +174,8 @@ def _dot(eqn, work: KernelWork, times: int):
     M = math.prod(s for d, s in enumerate(lhs.shape) if d not in lc and d not in lb)
     N = math.prod(s for d, s in enumerate(rhs.shape) if d not in rc and d not in rb)
     nbytes = min(_itemsize(lhs.dtype), _itemsize(rhs.dtype))
-    passes = _float32_passes() if nbytes >= 4 and np.dtype(lhs.dtype).kind == "f" else 1
+    passes = (_float32_passes(eqn.params.get("precision"))
+              if nbytes >= 4 and np.dtype(lhs.dtype).kind == "f" else 1)
     work.add_matmul(batch, M, K, N, passes, min(nbytes, 2) if passes > 1 else nbytes,
                     _rate(lhs.dtype), times)
 
