@@ -159,3 +159,30 @@ def test_compiled_graph_replays_the_kernel_each_call():
     assert torchtpu._C.price_run("", -1.0)["op_launches"]["tpk::axpy"] == 3
     runs = torchtpu.metrics.compiled()["program_runs"]
     assert runs == 3, runs
+
+
+@pytest.mark.parametrize("mode", ("strict", "fused", "compiled"))
+def test_flash_attention_through_autograd(mode):
+    fwd, bwd = pk.op("flash"), pk.op("flash_bwd")
+
+    def setup(ctx, inputs, output):
+        q, k, v, scale = inputs
+        ctx.save_for_backward(q, k, v)
+        ctx.scale = scale
+
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        return (*bwd(q, k, v, g, ctx.scale), None)
+
+    fwd.register_autograd(backward, setup_context=setup)
+    B, H, S, D = 1, 2, 128, 64
+    q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
+    leaves = [t.tpu().requires_grad_() for t in (q, k, v)]
+    loss = _call(mode, lambda a, b, c: (fwd(a, b, c, D ** -0.5) ** 2).sum(), *leaves)
+    loss.backward()
+    ref = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref_loss = (F.scaled_dot_product_attention(*ref, scale=D ** -0.5) ** 2).sum()
+    ref_loss.backward()
+    torch.testing.assert_close(loss.detach().cpu(), ref_loss.detach(), rtol=1e-4, atol=1e-4)
+    for got, want in zip(leaves, ref):
+        torch.testing.assert_close(got.grad.cpu(), want.grad, rtol=1e-4, atol=1e-4)
