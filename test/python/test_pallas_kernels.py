@@ -146,6 +146,7 @@ def test_autograd_rule_trains_a_linear_model(mode):
 
 
 def test_compiled_graph_replays_the_kernel_each_call():
+    torchtpu.set_eager_mode("strict")  # (debug eager runs compiled graphs op by op)
     op = pk.op("axpy")
     f = torch.compile(lambda a, b: op(a, b) * 2.0, backend="tpu", dynamic=False)
     torchtpu.metrics.reset()
