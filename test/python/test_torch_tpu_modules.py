@@ -43,7 +43,7 @@ def test_tpu_device_registers_torch_tpu_again_when_nothing_did():
                   "from torch_tpu import api\n"
                   "print(api.tpu_device(), torch.tpu.device_count())\n")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "tpu:0 4"
+    assert out.stdout.strip() == "tpu 4"
 
 
 @pytest.mark.parametrize("accelerator, world, want", [

@@ -25,7 +25,7 @@ def test_import_torch_tpu_as_the_first_import_of_a_fresh_process():
     """))
     lines = out.stdout.split()
     assert lines[0].endswith(os.path.join("torchtpu", "_torch_tpu", "__init__.py"))
-    assert lines[1:] == ["tpu:0", "True"]
+    assert lines[1:] == ["tpu", "True"]
 
 
 def test_a_real_torch_tpu_on_the_path_is_the_one_imported(tmp_path):
@@ -163,8 +163,8 @@ def test_dump_on_cache_miss_prints_the_new_plan():
 
 def test_runtime_start_stop_and_hbm_summary():
     from torch_tpu import api
-    assert api.tpu_device() == torch.device("tpu", 0)
-    assert torch.ones(1, device="tpu").device == api.tpu_device()
+    assert api.tpu_device() == torch.device("tpu")
+    assert torch.ones(1, device=api.tpu_device()).device == torch.device("tpu", 0)
     started = torch.tpu._init_runtime()
     assert (started.device_count, started.device_id) == (torch.tpu.device_count(),
                                                         torch.tpu.current_device())

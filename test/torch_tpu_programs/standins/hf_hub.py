@@ -88,8 +88,20 @@ def _llama3_2_1b(folder):
     tok.save_pretrained(folder)
 
 
+def _resnet_50(folder):
+    import transformers
+
+    # A configuration only: the programs build the model from it (from_config), not weights.
+    # ResNet-50's layout (bottleneck blocks, 1000 labels), narrower and one block per stage.
+    config = transformers.ResNetConfig(
+        embedding_size=16, hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 1, 1],
+        layer_type="bottleneck", num_labels=1000)
+    config.save_pretrained(folder)
+
+
 # Hub id -> builder.
-STANDINS = {"Qwen/Qwen3-0.6B": _qwen3, "meta-llama/Llama-3.2-1B": _llama3_2_1b}
+STANDINS = {"Qwen/Qwen3-0.6B": _qwen3, "meta-llama/Llama-3.2-1B": _llama3_2_1b,
+            "microsoft/resnet-50": _resnet_50}
 
 
 def snapshot(hf_home: str, repo_id: str) -> str:

@@ -8,16 +8,16 @@ __all__ = ["tpu_device"]
 
 @functools.lru_cache(maxsize=None)
 def tpu_device() -> torch.device:
-    """Starts the runtime and returns the process's device, ``torch.device("tpu", i)``.
+    """Starts the runtime and returns ``torch.device("tpu")``, as TorchTPU's does.
 
     torchtpu registers the device, ``torch.tpu`` and the ``tpu_dist`` process-group backend when
     it is imported; this starts the runtime, binds a torchrun worker to its chip (tpu:LOCAL_RANK,
     as TorchTPU binds one chip per process) and registers ``torch.tpu`` again when a program
-    withdrew it (torch_tpu/_internal/device/_device_module.py). The device carries its index:
-    torchtpu's tensors do (``tpu:0``, as CUDA's ``cuda:0``), where TorchTPU's report an
-    index-less ``tpu``; with the index, ``tensor.device == tpu_device()`` and
-    ``str(tensor.device) == str(tpu_device())`` hold as they do on TorchTPU. Cached, as
-    TorchTPU's is (``tpu_device.cache_clear()`` works)."""
+    withdrew it (torch_tpu/_internal/device/_device_module.py). The tensors made on it carry
+    their chip's index (``tpu:0``, as CUDA's ``cuda:0``), as TorchTPU's moved modules do; a
+    tensor TorchTPU makes under ``torch.set_default_device("tpu")`` prints an index-less
+    ``tpu``, torchtpu's ``tpu:0`` (docs/coming-from-torchtpu.md). Cached, as TorchTPU's is
+    (``tpu_device.cache_clear()`` works)."""
     import torchtpu.distributed
     import torchtpu.tpu
 
@@ -25,7 +25,7 @@ def tpu_device() -> torch.device:
         torch._register_device_module("tpu", torchtpu.tpu)
     torchtpu.tpu.init()
     torchtpu.distributed.bind_local_rank()
-    return torch.device("tpu", torchtpu.tpu.current_device())
+    return torch.device("tpu")
 
 
 def _xla_cpu_device() -> torch.device:
