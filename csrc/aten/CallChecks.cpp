@@ -19,6 +19,7 @@
 #include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/OpTraits.h"
+#include "aten/Unsigned.h"
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
@@ -625,12 +626,20 @@ bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& 
 bool check_at_call(const c10::OperatorHandle& op, const CallChecks& checks, Stack& stack,
                    size_t num_args) {
   const size_t base = stack.size() - num_args;
+  set_unsigned_at_once(false);
   for (uint8_t i : checks.outs) {
     const at::Tensor* out = tensor_at(stack, base, i);
     // (PyTorch's out= kernels refuse an out= tensor whose elements share memory.)
     if (on_device(out)) at::assert_no_internal_overlap(*out);
   }
   if (checks.specific != nullptr) checks.specific(stack, base);
+  // A call on uint16/32/64 not known to run as it is on the CPU kernel (aten/Unsigned.h) runs
+  // at once: its first run finds whether it needs int64, which queued and fused work cannot.
+  if ((checks.meta || checks.cpu) && has_unsigned_operand(op, stack, base, num_args) &&
+      !unsigned_runs_natively(op, stack, base, num_args)) {
+    set_unsigned_at_once(true);
+    return false;
+  }
   if (checks.outs.empty() && !checks.meta && !checks.cpu) return true;
   return meta_check(op, checks, stack, num_args);
 }

@@ -31,6 +31,7 @@
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
 #include "aten/OpTraits.h"
+#include "aten/Unsigned.h"
 #include "runtime/Allocator.h"
 #include "runtime/Mode.h"
 #include "runtime/Metrics.h"
@@ -168,6 +169,18 @@ bool outputs_already_sized(const c10::FunctionSchema& schema, const torch::jit::
   return true;
 }
 
+// Runs the op's CPU kernel on `stack` (its arguments stack[base, base + num_args), TPU tensors
+// replaced by host aliases). Calls on uint16/32/64 go through the unsigned policy
+// (aten/Unsigned.h: in int64 where the CPU kernel lacks the type).
+void redispatch_to_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t base,
+                       size_t num_args) {
+  if (has_unsigned_operand(op, *stack, base, num_args)) {
+    run_unsigned_on_host(op, stack, op_name(op));
+    return;
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+}
+
 // Runs the op's CPU kernel on host aliases of the TPU arguments on `stack`; maps results back.
 // `generator`: the op takes a generator argument (lent the device's: GeneratorLoan).
 void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device,
@@ -192,7 +205,7 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::D
     const c10::DeviceGuard guard(device);
     std::optional<runtime::HostAllocationsOnDevice> routed;
     if (route_results) routed.emplace(device.index());
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    redispatch_to_cpu(op, stack, base, num_args);
   }
   // Arguments the kernel wrote (in place, out=) reflect what it did; the check is cheap, so
   // every argument is looked at (some kernels write arguments their schema does not mark).
@@ -292,7 +305,7 @@ void run_with_outs_kept(const c10::OperatorHandle& op, const HostOp& f, torch::j
     strides.emplace_back(o.strides());
     offsets.push_back(o.storage_offset());
   }
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), host);
+  redispatch_to_cpu(op, host, 0, host->size());
   for (size_t j = 0; j < outs.size(); ++j) {
     TORCH_CHECK(outs[j].sizes() == c10::IntArrayRef(sizes[j]), f.name,
                 ": the out= tensor of shape ", c10::IntArrayRef(sizes[j]),
@@ -371,7 +384,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   // count it finds, whatever its size).
   const bool enqueue = !route_results && f.enqueueable && runtime::asynchronous() &&
                        f.traits->sizing != Sizing::value_dependent &&
-                       (f.outs.empty() || outputs_already_sized(schema, *stack, base));
+                       (f.outs.empty() || outputs_already_sized(schema, *stack, base)) &&
+                       (!has_unsigned_operand(op, *stack, base, num_args) ||
+                        unsigned_runs_natively(op, *stack, base, num_args));
   if (enqueue) {
     Footprint footprint;
     int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above

@@ -8,6 +8,7 @@
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
 #include "aten/OpTraits.h"
+#include "aten/Unsigned.h"
 #include "runtime/Mode.h"
 #include "runtime/Stream.h"
 #include "runtime/Allocator.h"
@@ -277,7 +278,9 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
 at::Tensor& arange_out(const c10::Scalar& start, const c10::Scalar& end, const c10::Scalar& step,
                        at::Tensor& out) {
   // Computed on the host, where the length and rounding rules live, then written in place.
-  auto host = at::empty({0}, out.options().device(at::kCPU));
+  // (uint16/32/64, which PyTorch's CPU arange lacks, in int64: aten/Unsigned.h.)
+  auto host = at::empty({0}, out.options().device(at::kCPU).dtype(
+                                 host_factory_type(out.scalar_type(), "arange")));
   at::arange_out(host, start, end, step);
   {
     const c10::DeviceGuard guard(out.device());

@@ -155,7 +155,10 @@ constexpr Row kTable[] = {
     {"special_i1e", vpu, 8}, {"special_erfcx", vpu, 8}, {"special_ndtri", vpu, 8},
     {"special_log_ndtr", vpu, 8}, {"special_zeta", vpu, 16}, {"nextafter", vpu},
     {"igamma", vpu, 16}, {"igammac", vpu, 16}, {"gcd", vpu, 8}, {"lcm", vpu, 8},
-    {"bitwise_left_shift", vpu}, {"bitwise_right_shift", vpu}, {"softshrink", vpu},
+    {"bitwise_left_shift", vpu}, {"bitwise_right_shift", vpu},
+    // (Python's << and >>: "__lshift__" keyed as op_key leaves it, and its in-place "__ilshift__".)
+    {"__lshift_", vpu}, {"__rshift_", vpu}, {"__ilshift_", vpu}, {"__irshift_", vpu},
+    {"softshrink", vpu},
     {"softshrink_backward", vpu}, {"hardshrink", vpu}, {"hardshrink_backward", vpu},
     {"conj_physical", vpu}, {"angle", vpu, 4}, {"complex", vpu}, {"frexp", vpu, 2},
     {"special_bessel_j0", vpu}, {"special_bessel_j1", vpu}, {"special_bessel_y0", vpu},

@@ -5,6 +5,7 @@
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
+#include "aten/Unsigned.h"
 #include "defer/Defer.h"
 #include "defer/Graph.h"
 #include "defer/Program.h"
@@ -966,9 +967,18 @@ struct Decision {
   std::vector<std::pair<size_t, c10::IValue>> constants;  // integer results, by position
 };
 
+// Why the op entering now was made to run at once (runtime::OpModeScope::run_synchronously).
+FlushReason forced_reason() {
+  return aten::unsigned_at_once() ? FlushReason::unsigned_at_once : FlushReason::argument_check;
+}
+
 Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
                 const std::string& name, const aten::OpTraits& traits) {
   Decision d;
+  if (runtime::OpModeScope::forced()) {  // (met here while capturing a program)
+    d.run_now = forced_reason();
+    return d;
+  }
   switch (capture) {
     case Capture::host_read: d.run_now = FlushReason::host_read; return d;
     case Capture::random: d.run_now = FlushReason::random_op; return d;
@@ -1065,8 +1075,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
   if (runtime::eager_mode() != runtime::EagerMode::fused && !capturing) {
     // (Recorded work of another thread or before a switch runs before any op of another mode.)
     if (s.any_pending.load(std::memory_order_relaxed)) {
-      materialize_all(runtime::OpModeScope::forced() ? FlushReason::argument_check
-                                                      : FlushReason::mode_switch);
+      materialize_all(runtime::OpModeScope::forced() ? forced_reason() : FlushReason::mode_switch);
     }
     return false;
   }

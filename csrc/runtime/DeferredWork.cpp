@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 22> kPolicies = {{
+constexpr std::array<FlushPolicy, 23> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -17,6 +17,7 @@ constexpr std::array<FlushPolicy, 22> kPolicies = {{
     {"matmul run at once (dtype check or fallback)", true, false},
     {"no meta kernel", true, false},
     {"arguments refused by the meta kernel (run at once)", false, true},
+    {"uint16/32/64 op the CPU kernel may lack (run at once)", true, true},
     {"custom op without a tpu kernel", false, true},
     {"graph size limit", false, false},
     {"memory pressure", false, false},

@@ -19,6 +19,7 @@ enum class FlushReason : uint8_t {
   matmul_at_once,
   no_meta_kernel,
   argument_check,  // an op whose arguments its meta kernel refused runs at once (its error)
+  unsigned_at_once,  // a call on uint16/32/64 that may need int64 runs at once (aten/Unsigned.h)
   foreign_op,      // an op torchtpu has no kernel for, which may read device memory itself
   // the graph itself
   graph_size_limit,

@@ -62,6 +62,13 @@ _WRAPPER = re.compile(r"^(torch\.distributed\.elastic\.multiprocessing\.errors\.
                       r"|subprocess\.CalledProcessError|SystemExit)\b")
 
 
+# Folders TorchTPU's notebooks name outright (nb/quant, nb/quantized_sum: XLA_FLAGS's
+# --xla_dump_to) and read back, printing every file in them as text. jax's CPU backend, the one
+# this host has, dumps object files there too (a TPU VM's TPU backend does not), which the next
+# program's listing cannot decode: each program starts without them, as on a fresh VM.
+FRESH_FOLDERS = ("/tmp/xla_dump", "/tmp/llo_dump")
+
+
 def import_root() -> str:
     """A folder that holds only a link to the vendored ``examples``: the programs import
     ``examples.*`` from their Bazel workspace's root. The vendored root itself cannot go on
@@ -194,6 +201,8 @@ def run_one(program, mode: str, timeout: float | None = None, keep_output: bool 
     env.setdefault("HF_HUB_OFFLINE", "1")
     env["PYTHONUNBUFFERED"] = "1"
     argv, cwd = command(program, path)
+    for folder in FRESH_FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
     scratch = tempfile.mkdtemp(prefix="torch_tpu_program_")
     timeout = timeout or program.timeout
     start = time.monotonic()
