@@ -29,7 +29,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_ranks(scenario: str, size: int, tmp_path, visible_chip_per_rank=False) -> list[dict]:
+def run_ranks(scenario: str, size: int, tmp_path, visible_chip_per_rank=False,
+              child: str = CHILD) -> list[dict]:
+    """Runs `child` (argv: scenario, rank, size, port, JSON path) as `size` rank processes and
+    returns what each wrote (test_rng_state.py's DTensor scenario is its own child)."""
     port = str(free_port())
     paths = [tmp_path / f"rank{r}.json" for r in range(size)]
     # (The ranks import the torchtpu this test imported.)
@@ -38,7 +41,7 @@ def run_ranks(scenario: str, size: int, tmp_path, visible_chip_per_rank=False) -
     def env_of(rank):
         return dict(env, TPU_VISIBLE_CHIPS=str(rank)) if visible_chip_per_rank else env
 
-    procs = [subprocess.Popen([sys.executable, CHILD, scenario, str(r), str(size), port,
+    procs = [subprocess.Popen([sys.executable, child, scenario, str(r), str(size), port,
                                str(paths[r])], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env_of(r)) for r in range(size)]
     errors = []

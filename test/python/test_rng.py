@@ -135,16 +135,25 @@ def test_offset_of_a_restored_state_and_of_a_state_not_drawn_from_its_seed():
     state, offset = g.get_state(), g.get_offset()
     torch.rand(100_000, device="tpu", generator=g)
     g.set_state(state)
-    assert g.get_offset() == offset  # replayed from the seed
+    assert g.get_offset() == offset
     assert g.clone_state().get_offset() == offset
-    # A state whose words are not those of its seed's sequence (one bit flipped in the engine's
-    # words, which follow the seed and position fields of the CPU's state format): get_offset
-    # cannot know its offset and says so.
-    forged = state.clone()
+    # A state in the CPU generator's format (which set_state takes too): its offset is found by
+    # replaying from its seed.
+    cpu = torch.Generator().manual_seed(11)
+    torch.rand(2000, generator=cpu)
+    cpu_state = cpu.get_state()
+    g.set_state(cpu_state)
+    assert g.get_offset() == offset
+    assert torch.equal(g.get_state(), state)  # (seed, offset): test_rng_state.py
+    # One whose words are not those of its seed's sequence (one bit flipped in the engine's words,
+    # which follow the seed and position fields of the CPU's state format): get_offset cannot know
+    # its offset and says so, and get_state hands it back in the CPU's format.
+    forged = cpu_state.clone()
     forged[96] ^= 1  # the low byte of word 9 (the words are stored as 64-bit integers)
     g.set_state(forged)
     with pytest.raises(RuntimeError, match="not within .* words of its seed 11.*set_offset"):
         g.get_offset()
+    assert torch.equal(g.get_state(), forged)
     g.set_offset(offset)
     assert g.get_offset() == offset
     assert torch.equal(g.get_state(), state)
