@@ -488,6 +488,7 @@ def __getattr__(name: str) -> Any:
 
 
 def get_rng_state(device: Any = "tpu") -> torch.Tensor:
+    _lazy_init()  # (runs a queued torch.manual_seed first, as torch.cuda.get_rng_state does)
     return _generator(_index(device)).get_state()
 
 

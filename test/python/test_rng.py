@@ -157,3 +157,19 @@ def test_offset_of_a_restored_state_and_of_a_state_not_drawn_from_its_seed():
     g.set_offset(offset)
     assert g.get_offset() == offset
     assert torch.equal(g.get_state(), state)
+
+
+def test_get_rng_state_runs_a_queued_manual_seed_first():
+    # torch.manual_seed before the device starts is queued (as CUDA's); get_rng_state starts the
+    # device and so reads the seeded state, as torch.cuda.get_rng_state does.
+    from conftest import run_python
+    out = run_python("""
+        import torch, torchtpu
+        torch.manual_seed(5)
+        state = torch.tpu.get_rng_state()
+        x = torch.rand(3, device="tpu").cpu()
+        torch.manual_seed(5)
+        print(torch.equal(state, torch.tpu.get_rng_state()), int(state[:8].view(torch.int64)))
+        print(torch.equal(x, torch.rand(3, generator=torch.Generator().manual_seed(5))))
+    """)
+    assert out.stdout.split() == ["True", "5", "True"]
