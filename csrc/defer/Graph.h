@@ -38,7 +38,7 @@ struct PendingStorage {
   std::atomic<bool> counted{false};       // its bytes are in its device's pending bytes
 };
 
-// A fresh pending storage of `nbytes` on `device`, registered (Capture.cpp).
+// A fresh pending storage of `nbytes` on `device`, registered (PendingStorage.cpp).
 std::pair<std::shared_ptr<PendingStorage>, c10::Storage> make_pending_storage(c10::Device device,
                                                                           size_t nbytes);
 
@@ -162,11 +162,11 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                        bool bucket, const Program* charged_as);
 
 // Calls `f` with the recorded nodes, under the pending graph's lock: nothing is recorded or run
-// meanwhile, and nothing is changed (Capture.cpp; for Inspect.cpp).
+// meanwhile, and nothing is changed (Flush.cpp; for Inspect.cpp).
 void visit_recorded_nodes(const std::function<void(const std::vector<Node>&)>& f);
 
 // Counts a materialization: its reason's label (with the op, for reasons that name one) and the
-// Python location (Capture.cpp).
+// Python location (Flush.cpp).
 void note_materialization(runtime::FlushReason reason, const std::string& op,
                           const std::string& location);
 

@@ -3,7 +3,7 @@
 // backend="tpu") lowered through the pipeline of fused eager into one program.
 //
 // The first call captures it: begin_program() makes this thread record every op into the
-// pending graph (Capture.cpp), whatever the eager mode, and end_program() takes the recorded
+// pending graph (Programs.cpp), whatever the eager mode, and end_program() takes the recorded
 // ops, plans them with the passes and the plan cache of fused eager (Plan.h), keeps the plan with
 // its operands turned into slots (graph inputs, constants, fresh values) and runs it. Later calls
 // replay it with run_program(): the slots are bound to the new inputs and fresh storages, and
