@@ -201,3 +201,15 @@ def test_notebooks_have_no_shell_or_magic_lines():
         for cell in cells:
             for line in "".join(cell["source"]).splitlines():
                 assert not line.lstrip().startswith(("!", "%")), (p.path, line)
+
+
+def test_the_error_column_names_the_exception_a_rank_raised():
+    # torchrun ends with its ChildFailedError; the rank's own exception, behind torchrun's
+    # "[rank0]:" prefix, is the one reported.
+    stderr = ("[rank0]:   File \"w.py\", line 3\n[rank0]:     raise AssertionError\n"
+              "[rank0]: AssertionError: step 8\n"
+              "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n")
+    assert run.first_error_line("", stderr) == "AssertionError: step 8"
+    assert run.first_error_line("", "ValueError: x\n") == "ValueError: x"
+    assert run.first_error_line("", "subprocess.CalledProcessError: y\n") == \
+        "subprocess.CalledProcessError: y"

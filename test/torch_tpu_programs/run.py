@@ -58,6 +58,8 @@ MODES = ("strict", "fused")
 # ...", "absl.flags._exceptions.UnrecognizedFlagError: ...").
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)|AssertionError"
                        r"|KeyboardInterrupt)\b.*")
+# torchrun prefixes each line a rank writes with "[rank0]:".
+_RANK_PREFIX = re.compile(r"^\[rank\d+\]:\s*")
 _WRAPPER = re.compile(r"^(torch\.distributed\.elastic\.multiprocessing\.errors\.ChildFailedError"
                       r"|subprocess\.CalledProcessError|SystemExit)\b")
 
@@ -166,7 +168,8 @@ def first_error_line(stdout: str, stderr: str) -> str:
     ChildFailedError, subprocess' CalledProcessError) when the child's own exception is there;
     else absl's flag error, else the last line of stderr."""
     for text in (stderr, stdout):
-        found = [ln.strip() for ln in text.splitlines() if _EXC_LINE.match(ln.strip())]
+        lines = [_RANK_PREFIX.sub("", ln.strip()) for ln in text.splitlines()]
+        found = [ln for ln in lines if _EXC_LINE.match(ln)]
         own = [ln for ln in found if not _WRAPPER.match(ln)]
         if own or found:
             return (own or found)[-1][:300]
