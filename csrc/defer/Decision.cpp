@@ -1,7 +1,6 @@
 // The decision of fused eager for an op entering (Recording.h): record it, or run it now after
 // the recorded work it touches; factories and dropout, recorded without a graph break; the op
 // classification the decision reads.
-#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/Fallback.h"
 #include "aten/Launch.h"
@@ -15,7 +14,6 @@
 #include <c10/util/strides.h>
 
 #include <algorithm>
-#include <chrono>
 
 namespace torchtpu::defer {
 
@@ -55,8 +53,8 @@ constexpr int64_t kForeachNodeMaxElements = 32768;
 // passes run by blocks; recorded per tensor, it is that op).
 // Fusing a parameter's update chain saves passes over memory only where the tensors are larger
 // than a block (the MLP step of benchmarks/eager_modes.py); over small ones each per-tensor op
-// costs its recording and flush and saves nothing (a small model's AdamW: 192 recorded ops for
-// 24 parameters, about 0.3 ms per step; docs/host-speed.md, "Foreach ops as one launch").
+// costs its recording and flush and saves nothing (a small model's AdamW records eight ops per
+// parameter; docs/host-speed.md, "Foreach ops as one launch").
 bool foreach_as_one_node(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
   const auto& schema = op.schema();
   if (!schema.returns().empty()) return false;  // (a functional one makes new lists)
@@ -211,29 +209,7 @@ Decision decide(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     return d;
   }
   if (capture != Capture::new_results) return d;
-  if (traits.sizing == aten::Sizing::like_input) {
-    // (relu) The result is laid out as TensorIterator lays it out (like the input when dense),
-    // in its dtype: no meta call.
-    const at::Tensor& x = args[0].toTensor();
-    d.new_results.push_back(x.is_non_overlapping_and_dense()
-                                ? at::detail::empty_strided_meta(x.sizes(), x.strides(),
-                                                                 x.scalar_type(), std::nullopt,
-                                                                 std::nullopt, std::nullopt)
-                                : elementwise_result_meta({x}, x.scalar_type()));
-    return d;
-  }
-  auto meta = traits.sizing == aten::Sizing::rule ? sized_here(name, args) : std::nullopt;
-  if (!meta) meta = aten::attention_meta_results(name, args, &d.constants);
-  if (!meta) {
-    // (Python meta kernels cost about a millisecond each: counted, with their time.)
-    std::string why;
-    const auto t0 = std::chrono::steady_clock::now();
-    meta = aten::meta_results(op, *stack, &why, &d.constants);
-    runtime::metrics::count("defer.meta_calls." + name);
-    TORCHTPU_COUNT("defer.meta_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now() - t0)
-                                        .count());
-  }
+  auto meta = new_results_meta(op, stack, name, traits, &d.constants);
   if (!meta) {
     d.run_now = FlushReason::no_meta_kernel;
     return d;

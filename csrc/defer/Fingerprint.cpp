@@ -38,6 +38,19 @@ bool is_runtime_scalar(const c10::Argument& a) {
          k == c10::TypeKind::ComplexType;
 }
 
+size_t hash_op(size_t fingerprint, const std::string& name, c10::StreamId stream,
+               c10::Device device, const c10::FunctionSchema& schema,
+               const torch::jit::Stack& args) {
+  size_t h = c10::hash_combine(fingerprint, std::hash<std::string>()(name));
+  h = c10::hash_combine(h, static_cast<size_t>(stream) * 0x9e3779b1 + device.index());
+  for (size_t i = 0; i < schema.arguments().size(); ++i) {
+    if (is_runtime_scalar(schema.arguments()[i])) continue;
+    const c10::IValue& v = args[i];
+    if (!v.isTensor() && !v.isTensorList() && !v.isOptionalTensorList()) hash_ivalue(h, v);
+  }
+  return h;
+}
+
 Operand make_operand(State& s, const at::Tensor& t, size_t& h) {
   Operand o;
   if (!t.defined()) {

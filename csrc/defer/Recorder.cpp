@@ -141,18 +141,16 @@ void adopt_producer_shape(Node& node, const ska::flat_hash_map<uint64_t, Dims>& 
 
 }  // namespace
 
-// Records the op. `new_results`: the meta results (for Capture::new_results), else empty.
-void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
-            const std::string& name, const aten::OpTraits& traits, c10::Device device,
-            std::vector<at::Tensor> new_results,
-            const std::vector<std::pair<size_t, c10::IValue>>& constants, std::string location) {
-  const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  const size_t base = stack->size() - num_args;
-  if (s.capture.active && std::this_thread::get_id() != s.capture.owner) {
-    fail_capture(s, "another thread recorded ops during the capture");
-  }
-  TORCH_INTERNAL_ASSERT(capture != Capture::fallback);  // (whose name is not kept: Entry.h)
+namespace {
+
+// The node of an op entering, with what it was recorded under: its stream (it runs there,
+// whichever thread flushes the graph), its line, the warnings made at the call, the
+// deterministic-algorithms setting and the matmul precision; its arguments as they are (its
+// tensor slots are turned into operands next).
+Node start_node(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t num_args,
+                Capture capture, const std::string& name, const aten::OpTraits& traits,
+                c10::Device device, std::string location) {
+  const size_t base = stack.size() - num_args;
   Node node(op);
   node.name = &name;
   node.traits = &traits;
@@ -165,75 +163,79 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
   node.deterministic = aten::DeterministicAlgorithms::Setting::now();
   // The matmul precision in force at the op (the VPU's ops run no matmul: not looked up).
   if (traits.unit != aten::OpUnit::vpu) node.precision = sim::current_precision();
-  node.args.assign(stack->begin() + base, stack->end());
+  node.args.assign(stack.begin() + base, stack.end());
+  return node;
+}
 
-  size_t h = c10::hash_combine(s.fingerprint, std::hash<std::string>()(name));
-  h = c10::hash_combine(h, static_cast<size_t>(node.stream) * 0x9e3779b1 + device.index());
+using Returned = c10::SmallVector<c10::IValue, 4>;
+
+// An op whose results are its arguments (in-place, out=): marks the operands it writes (and
+// whether it reads them), and returns the arguments its results are.
+Returned mark_written_arguments(Node& node, const torch::jit::Stack& stack, size_t base,
+                                const OperandRanges& ranges, const std::string& name,
+                                const aten::OpTraits& traits) {
+  const auto& schema = node.op.schema();
+  const size_t num_args = schema.arguments().size();
+  Returned returned;
   for (size_t i = 0; i < num_args; ++i) {
-    if (is_runtime_scalar(schema.arguments()[i])) continue;
-    const c10::IValue& v = node.args[i];
-    if (!v.isTensor() && !v.isTensorList() && !v.isOptionalTensorList()) hash_ivalue(h, v);
+    const auto* info = schema.arguments()[i].alias_info();
+    if (info == nullptr || !info->isWrite()) continue;
+    for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
+      node.operands[k].written = true;
+      node.operands[k].read = !schema.arguments()[i].is_out() && !traits.writes_without_reading;
+    }
   }
-  const auto ranges = operand_ranges(node.args);
-  node.operands.reserve(ranges.empty() ? 0 : ranges.back().second);
-  for_each_tensor_slot(node.args, [&](at::Tensor& t) {
-    node.operands.push_back(make_operand(s, t, h));
-    t = at::Tensor();
-  });
-
-  // What the op writes.
-  c10::SmallVector<c10::IValue, 4> returned;
-  if (capture == Capture::copy) {
-    node.operands[1].written = true;  // _copy_from(self, dst)
-    node.operands[1].read = false;
-    returned.push_back((*stack)[base + 1]);
-  } else if (capture == Capture::results_are_arguments) {
-    for (size_t i = 0; i < num_args; ++i) {
+  for (const auto& ret : schema.returns()) {
+    int found = -1;
+    for (size_t i = 0; i < num_args && ret.alias_info() != nullptr; ++i) {
       const auto* info = schema.arguments()[i].alias_info();
-      if (info == nullptr || !info->isWrite()) continue;
-      for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
-        node.operands[k].written = true;
-        node.operands[k].read = !schema.arguments()[i].is_out() && !traits.writes_without_reading;
+      if (info != nullptr && info->isWrite() &&
+          info->beforeSets() == ret.alias_info()->beforeSets()) {
+        found = static_cast<int>(i);
       }
     }
-    for (const auto& ret : schema.returns()) {
-      int found = -1;
-      for (size_t i = 0; i < num_args && ret.alias_info() != nullptr; ++i) {
-        const auto* info = schema.arguments()[i].alias_info();
-        if (info != nullptr && info->isWrite() &&
-            info->beforeSets() == ret.alias_info()->beforeSets()) {
-          found = static_cast<int>(i);
-        }
-      }
-      TORCH_INTERNAL_ASSERT(found >= 0, name, ": a result that is not an argument");
-      returned.push_back((*stack)[base + found]);
-    }
-  } else {
-    for (size_t j = 0; j < new_results.size(); ++j) {
-      const at::Tensor& meta = new_results[j];
-      auto constant = std::find_if(constants.begin(), constants.end(),
-                                   [&](const auto& c) { return c.first == j; });
-      if (constant != constants.end()) {  // an integer the op returns (a size): its value now
-        node.results.emplace_back();
-        returned.push_back(constant->second);
-        continue;
-      }
-      at::Tensor t;
-      if (meta.defined()) {
-        t = make_pending_tensor(device, meta.sizes(), meta.strides(), meta.scalar_type(),
-                                meta.storage().nbytes());
-        Operand o = make_operand(s, t, h);
-        o.read = false;
-        o.written = true;
-        node.results.push_back(std::move(o));
-      } else {
-        node.results.emplace_back();
-      }
-      returned.push_back(t);
-    }
+    TORCH_INTERNAL_ASSERT(found >= 0, name, ": a result that is not an argument");
+    returned.push_back(stack[base + found]);
   }
+  return returned;
+}
 
-  // Element-wise: one result shape, every operand broadcasts to it.
+// An op returning new tensors: a tensor over a fresh pending storage for each meta result (a
+// result operand of the node, hashed into `h`), the value now of each integer result.
+Returned make_new_results(State& s, Node& node, c10::Device device,
+                          const std::vector<at::Tensor>& new_results,
+                          const std::vector<std::pair<size_t, c10::IValue>>& constants,
+                          size_t& h) {
+  Returned returned;
+  for (size_t j = 0; j < new_results.size(); ++j) {
+    const at::Tensor& meta = new_results[j];
+    auto constant = std::find_if(constants.begin(), constants.end(),
+                                 [&](const auto& c) { return c.first == j; });
+    if (constant != constants.end()) {  // an integer the op returns (a size): its value now
+      node.results.emplace_back();
+      returned.push_back(constant->second);
+      continue;
+    }
+    at::Tensor t;
+    if (meta.defined()) {
+      t = make_pending_tensor(device, meta.sizes(), meta.strides(), meta.scalar_type(),
+                              meta.storage().nbytes());
+      Operand o = make_operand(s, t, h);
+      o.read = false;
+      o.written = true;
+      node.results.push_back(std::move(o));
+    } else {
+      node.results.emplace_back();
+    }
+    returned.push_back(t);
+  }
+  return returned;
+}
+
+// Element-wise: one result shape, every operand broadcasts to it. Such a node may take the
+// shape of the region that made an input (adopt_producer_shape); a matmul leader notes the
+// shape it writes in.
+void classify_elementwise(State& s, Node& node, const aten::OpTraits& traits) {
   if (traits.pointwise) {
     const Operand* out = nullptr;
     int outs = 0;
@@ -267,14 +269,12 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
       if (o.written) note_producer_shape(s, node, o.sizes);
     }
   }
+}
 
-  node.checks_values = checks_values(schema, ranges, node.operands, traits);
-  if (traits.random) {
-    // (Recorded only into programs.) Its draws advance the generator: it always runs, through
-    // its kernel, in program order with the other random ops.
-    node.checks_values = true;
-    node.elementwise = false;
-  }
+// Appends the node to the graph, its fingerprint `h` now the graph's; the stack's arguments are
+// replaced by `returned`; at the graph size limit the graph is flushed.
+void append_node(State& s, Node node, size_t h, torch::jit::Stack* stack, size_t num_args,
+                 Returned& returned) {
   s.fingerprint = h;
   // (Room for as many nodes as the last graph had: a program recorded again grows no vector.)
   if (s.nodes.capacity() == 0) s.nodes.reserve(std::max<size_t>(64, s.last_graph_size));
@@ -291,6 +291,53 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     note_materialization(FlushReason::graph_size_limit, {}, {});
     flush_locked(s, FlushReason::graph_size_limit);
   }
+}
+
+}  // namespace
+
+void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
+            const std::string& name, const aten::OpTraits& traits, c10::Device device,
+            std::vector<at::Tensor> new_results,
+            const std::vector<std::pair<size_t, c10::IValue>>& constants, std::string location) {
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const size_t base = stack->size() - num_args;
+  if (s.capture.active && std::this_thread::get_id() != s.capture.owner) {
+    fail_capture(s, "another thread recorded ops during the capture");
+  }
+  TORCH_INTERNAL_ASSERT(capture != Capture::fallback);  // (whose name is not kept: Entry.h)
+  Node node =
+      start_node(op, *stack, num_args, capture, name, traits, device, std::move(location));
+
+  size_t h = hash_op(s.fingerprint, name, node.stream, device, schema, node.args);
+  const auto ranges = operand_ranges(node.args);
+  node.operands.reserve(ranges.empty() ? 0 : ranges.back().second);
+  for_each_tensor_slot(node.args, [&](at::Tensor& t) {
+    node.operands.push_back(make_operand(s, t, h));
+    t = at::Tensor();
+  });
+
+  // What the op writes.
+  Returned returned;
+  if (capture == Capture::copy) {
+    node.operands[1].written = true;  // _copy_from(self, dst)
+    node.operands[1].read = false;
+    returned.push_back((*stack)[base + 1]);
+  } else if (capture == Capture::results_are_arguments) {
+    returned = mark_written_arguments(node, *stack, base, ranges, name, traits);
+  } else {
+    returned = make_new_results(s, node, device, new_results, constants, h);
+  }
+
+  classify_elementwise(s, node, traits);
+  node.checks_values = checks_values(schema, ranges, node.operands, traits);
+  if (traits.random) {
+    // (Recorded only into programs.) Its draws advance the generator: it always runs, through
+    // its kernel, in program order with the other random ops.
+    node.checks_values = true;
+    node.elementwise = false;
+  }
+  append_node(s, std::move(node), h, stack, num_args, returned);
 }
 
 namespace {

@@ -102,6 +102,11 @@ bool memory_pressure(c10::Device device, size_t bytes);
 void hash_ivalue(size_t& h, const c10::IValue& v);
 // A Scalar, float or complex argument (optional or not): a value of the run, never hashed.
 bool is_runtime_scalar(const c10::Argument& a);
+// `fingerprint` with the op folded in: its name, its stream and device, its non-tensor
+// arguments but the runtime scalars. (Its operands are folded in by make_operand.)
+size_t hash_op(size_t fingerprint, const std::string& name, c10::StreamId stream,
+               c10::Device device, const c10::FunctionSchema& schema,
+               const torch::jit::Stack& args);
 // The operand of `t` in the graph (a view of a pending storage, an external tensor, or the value
 // now of a CPU scalar), its local id and geometry hashed into `h` (caller holds the mutex).
 Operand make_operand(State& s, const at::Tensor& t, size_t& h);
@@ -123,10 +128,14 @@ at::Tensor elementwise_result_meta(const std::vector<at::Tensor>& inputs, c10::S
 void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTraits& traits,
                           c10::ArrayRef<c10::IValue> args, c10::Device device);
 
-// Results of the hottest ops returning new tensors (OpTraits Sizing::rule), sized as their CPU
-// kernels size them; nullopt: the arguments are not a case of the rule (use the meta kernel).
-std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
-                                                  c10::ArrayRef<c10::IValue> args);
+// The meta results of an op returning new tensors (Capture::new_results): laid out as
+// TensorIterator lays out its input (Sizing::like_input), sized here as the CPU kernel sizes them
+// (Sizing::rule, the hottest ops), by the attention sizing (aten/DryRun.h), else by the op's meta
+// kernel (counted as defer.meta_calls, with its time); nullopt when it has none. `constants`:
+// the integer results, by position.
+std::optional<std::vector<at::Tensor>> new_results_meta(
+    const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& name,
+    const aten::OpTraits& traits, std::vector<std::pair<size_t, c10::IValue>>* constants);
 
 // ---------------------------------------------------------------------------------------------
 // Decision.cpp

@@ -1,6 +1,8 @@
 // Result sizing (Recording.h): the sizes, strides and dtypes of what a recorded op returns, or
 // of the empty out= tensor an element-wise kernel would resize, without running the op.
+#include "aten/DryRun.h"
 #include "defer/Recording.h"
+#include "runtime/Metrics.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
@@ -10,6 +12,7 @@
 #include <c10/util/strides.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace torchtpu::defer {
 
@@ -85,9 +88,11 @@ void size_elementwise_out(const c10::FunctionSchema& schema, const aten::OpTrait
   out.unsafeGetTensorImpl()->set_sizes_and_strides(shape, strides);
 }
 
+namespace {
+
 // Results of the hottest ops returning new tensors (OpTraits Sizing::rule), sized here as their
 // CPU kernels size them (contiguous, in the input's dtype), instead of through their meta
-// kernels, which are Python functions (about a millisecond each with the GIL). nullopt: the
+// kernels, which are Python functions (slow, and they take the GIL). nullopt: the
 // arguments are not a case of the rule; use the meta kernel.
 std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
                                                   c10::ArrayRef<c10::IValue> args) {
@@ -162,6 +167,37 @@ std::optional<std::vector<at::Tensor>> sized_here(std::string_view name,
     return std::vector<at::Tensor>{like(x.sizes(), x.scalar_type())};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::vector<at::Tensor>> new_results_meta(
+    const c10::OperatorHandle& op, torch::jit::Stack* stack, const std::string& name,
+    const aten::OpTraits& traits, std::vector<std::pair<size_t, c10::IValue>>* constants) {
+  auto args = torch::jit::last(*stack, op.schema().arguments().size());
+  if (traits.sizing == aten::Sizing::like_input) {
+    // (relu) The result is laid out as TensorIterator lays it out (like the input when dense),
+    // in its dtype: no meta call.
+    const at::Tensor& x = args[0].toTensor();
+    return std::vector<at::Tensor>{
+        x.is_non_overlapping_and_dense()
+            ? at::detail::empty_strided_meta(x.sizes(), x.strides(), x.scalar_type(),
+                                             std::nullopt, std::nullopt, std::nullopt)
+            : elementwise_result_meta({x}, x.scalar_type())};
+  }
+  auto meta = traits.sizing == aten::Sizing::rule ? sized_here(name, args) : std::nullopt;
+  if (!meta) meta = aten::attention_meta_results(name, args, constants);
+  if (!meta) {
+    // (Python meta kernels are slow and take the GIL: counted, with their time.)
+    std::string why;
+    const auto t0 = std::chrono::steady_clock::now();
+    meta = aten::meta_results(op, *stack, &why, constants);
+    runtime::metrics::count("defer.meta_calls." + name);
+    TORCHTPU_COUNT("defer.meta_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count());
+  }
+  return meta;
 }
 
 }  // namespace torchtpu::defer
