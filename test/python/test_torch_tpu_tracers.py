@@ -33,11 +33,11 @@ def _rows_by_label(rows):
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_op_tracer_records_the_ops_the_cpu_records(mode):
     cpu_model, x = _mlp()
-    with utils.OpTracer() as on_cpu:
+    with utils.OpTracer(values=True) as on_cpu:
         expected = cpu_model(x)
     torchtpu.set_eager_mode(mode)
     model, xt = _mlp("tpu")
-    with utils.OpTracer() as on_tpu:
+    with utils.OpTracer(values=True) as on_tpu:
         y = model(xt)
     # The same ATen ops in the same order, with the same shapes and dtypes, on the tpu.
     assert on_tpu.op_names() == on_cpu.op_names()
@@ -58,7 +58,7 @@ def test_op_tracer_records_the_ops_the_cpu_records(mode):
 
 def test_op_tracer_copies_inputs_before_an_in_place_op_runs():
     x = torch.arange(4.0, device="tpu")
-    with utils.OpTracer() as tracer:
+    with utils.OpTracer(values=True) as tracer:
         x.add_(10)
     (event,) = tracer.log
     assert event["name"] == "aten.add_.Tensor"
@@ -67,9 +67,10 @@ def test_op_tracer_copies_inputs_before_an_in_place_op_runs():
     assert event["args"][0].device.type == "cpu"
 
 
-def test_op_tracer_without_values_keeps_metadata_and_cannot_be_replayed():
+def test_op_tracer_by_default_keeps_metadata_and_cannot_be_replayed():
+    # (TorchTPU's OpTracer counts ops only: a large model's values would not fit in host memory)
     model, x = _mlp("tpu")
-    with utils.OpTracer(values=False) as tracer:
+    with utils.OpTracer() as tracer:
         model(x)
     first = tracer.log[0]
     assert isinstance(first["args"][0], utils.TensorMeta)
@@ -79,7 +80,7 @@ def test_op_tracer_without_values_keeps_metadata_and_cannot_be_replayed():
 
 
 def test_op_tracer_as_a_decorator_starts_a_new_record_per_call():
-    tracer = utils.OpTracer()
+    tracer = utils.OpTracer(values=True)
 
     @tracer
     def f(x):
@@ -126,7 +127,7 @@ def test_error_glossary_op_tracer_cell_shows_the_copy_to_the_host():
     model = torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.ReLU(),
                                 torch.nn.Linear(16, 8)).to("tpu").to(torch.bfloat16)
     sync.synchronize(list(model.parameters()), wait=True)
-    tracer = utils.OpTracer()
+    tracer = utils.OpTracer(values=True)
     x = torch.randn(4, 32, device="tpu", dtype=torch.bfloat16)
     with tracer:
         out = model(x)
@@ -147,7 +148,7 @@ def test_replaying_an_op_log_on_cpu_finds_the_medium_precision_matmuls(mode):
     model, x = _mlp("tpu")
     deltas = {}
     for level in ("highest", "medium"):
-        with torch.tpu.precision(level), utils.OpTracer() as tracer:
+        with torch.tpu.precision(level), utils.OpTracer(values=True) as tracer:
             model(x)
         replayed = tracer_utils.replay_log(tracer.log, "cpu")
         assert all(r["output"].device.type == "cpu" for r in replayed)
@@ -211,7 +212,7 @@ def test_a_value_changed_in_place_after_recording_is_reported_and_snapshots_avoi
 
 
 def test_replay_labels_what_cannot_be_compared():
-    with utils.OpTracer() as tracer:
+    with utils.OpTracer(values=True) as tracer:
         torch.rand(3, device="tpu")
         torch.empty(3, device="tpu")
         torch.zeros(2, device="tpu")

@@ -86,14 +86,17 @@ class OpTracer(TorchDispatchMode, contextlib.ContextDecorator):
       and ``output`` (host copies of what it returned), ``time`` (seconds, host clock), and
       ``error`` when the op raised (the exception is re-raised).
 
-    ``values=False`` keeps metadata only (TensorMeta in place of the copies): no copy to the
-    host, no wait for the device, but nothing to replay. Copying values makes the host wait for
-    each op (in fused eager it materializes each op's inputs and outputs), which changes what
-    fuses but not the values. ``tracer_utils.replay_log(tracer.log, "cpu")`` reruns the
-    recorded ops from the recorded inputs on another device.
+    By default (``values=False``, as TorchTPU's tracer, which counts ops only) the events hold
+    metadata only (TensorMeta in place of the copies): no copy to the host, no wait for the
+    device, memory that does not grow with the tensors. ``values=True`` keeps host copies of
+    every op's inputs and outputs, which ``tracer_utils.replay_log(tracer.log, "cpu")`` reruns on
+    another device: the copies of a large model's every op take as much host memory as all its
+    intermediate tensors together (a Llama-3.2-1B forward over 1,024 tokens needs more than this
+    24 GiB host), and copying makes the host wait for each op (in fused eager it materializes
+    each op's inputs and outputs), which changes what fuses but not the values.
     """
 
-    def __init__(self, values: bool = True):
+    def __init__(self, values: bool = False):
         super().__init__()
         self.values = values
         self.ops_log: dict[str, dict[str, int]] = collections.defaultdict(dict)
