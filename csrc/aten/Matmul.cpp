@@ -199,28 +199,62 @@ void plain_product(const std::string& op, const at::Tensor& a, const at::Tensor&
 
 // ---------------------------------------------------------------------------------------------
 
-at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  check_same_device("aten::mm", {&self, &mat2, &out});
+// The result sizes of each product, after the checks (and messages) of PyTorch's CPU kernels;
+// the out_dtype overloads below check the same way.
+std::vector<int64_t> mm_sizes(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 2, "self must be a matrix");
   TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix");
   TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
               self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  check_dtypes(self, mat2);
-  resize_out(out, {self.size(0), mat2.size(1)}, self.scalar_type());
-  plain_product("aten::mm", self, mat2, out);
-  return out;
+  return {self.size(0), mat2.size(1)};
 }
 
-at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  check_same_device("aten::bmm", {&self, &mat2, &out});
+std::vector<int64_t> bmm_sizes(const at::Tensor& self, const at::Tensor& mat2) {
   TORCH_CHECK(self.dim() == 3, "batch1 must be a 3D tensor");
   TORCH_CHECK(mat2.dim() == 3, "batch2 must be a 3D tensor");
   TORCH_CHECK(self.size(0) == mat2.size(0), "batch1 and batch2 must have same number of batches, got ",
               self.size(0), " and ", mat2.size(0));
   TORCH_CHECK(self.size(2) == mat2.size(1), "Expected size for first two dimensions of batch2 tensor to be: [",
               self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
+  return {self.size(0), self.size(1), mat2.size(2)};
+}
+
+void check_bias(const at::Tensor& self, const std::vector<int64_t>& sizes) {
+  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
+              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+}
+
+std::vector<int64_t> addmm_sizes(const at::Tensor& mat1, const at::Tensor& mat2) {
+  TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
+  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
+  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
+              mat1.size(0), "x", mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  return {mat1.size(0), mat2.size(1)};
+}
+
+std::vector<int64_t> baddbmm_sizes(const at::Tensor& batch1, const at::Tensor& batch2) {
+  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
+              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0),
+              ", ", batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+  return {batch1.size(0), batch1.size(1), batch2.size(2)};
+}
+
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_same_device("aten::mm", {&self, &mat2, &out});
+  const auto sizes = mm_sizes(self, mat2);
   check_dtypes(self, mat2);
-  resize_out(out, {self.size(0), self.size(1), mat2.size(2)}, self.scalar_type());
+  resize_out(out, sizes, self.scalar_type());
+  plain_product("aten::mm", self, mat2, out);
+  return out;
+}
+
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_same_device("aten::bmm", {&self, &mat2, &out});
+  const auto sizes = bmm_sizes(self, mat2);
+  check_dtypes(self, mat2);
+  resize_out(out, sizes, self.scalar_type());
   plain_product("aten::bmm", self, mat2, out);
   return out;
 }
@@ -228,17 +262,12 @@ at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& 
 at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& mat1, const at::Tensor& mat2,
                       const c10::Scalar& beta, const c10::Scalar& alpha, at::Tensor& out) {
   check_same_device("aten::addmm", {&self, &mat1, &mat2, &out});
-  TORCH_CHECK(mat1.dim() == 2, "mat1 must be a matrix, got ", mat1.dim(), "-D tensor");
-  TORCH_CHECK(mat2.dim() == 2, "mat2 must be a matrix, got ", mat2.dim(), "-D tensor");
-  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
-              mat1.size(0), "x", mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
+  const auto sizes = addmm_sizes(mat1, mat2);
   check_dtypes(mat1, mat2);
   TORCH_CHECK(self.scalar_type() == mat1.scalar_type(),
               "self and mat2 must have the same dtype, but got ", self.scalar_type(), " and ",
               mat2.scalar_type());
-  const std::vector<int64_t> sizes{mat1.size(0), mat2.size(1)};
-  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
-              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  check_bias(self, sizes);
   resize_out(out, sizes, mat1.scalar_type());
   product("aten::addmm", self, mat1, mat2, beta, alpha, out);
   return out;
@@ -248,15 +277,9 @@ at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& batch1,
                         const at::Tensor& batch2, const c10::Scalar& beta,
                         const c10::Scalar& alpha, at::Tensor& out) {
   check_same_device("aten::baddbmm", {&self, &batch1, &batch2, &out});
-  TORCH_CHECK(batch1.dim() == 3, "batch1 must be a 3D tensor");
-  TORCH_CHECK(batch2.dim() == 3, "batch2 must be a 3D tensor");
-  TORCH_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
-              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0),
-              ", ", batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+  const auto sizes = baddbmm_sizes(batch1, batch2);
   check_dtypes(batch1, batch2);
-  const std::vector<int64_t> sizes{batch1.size(0), batch1.size(1), batch2.size(2)};
-  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
-              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  check_bias(self, sizes);
   resize_out(out, sizes, batch1.scalar_type());
   product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
   return out;
@@ -344,10 +367,7 @@ at::Tensor& mm_dtype_out(const at::Tensor& self, const at::Tensor& mat2, c10::Sc
   check_out_dtype("aten::mm", self, mat2, out_dtype, nullptr);
   if (out_dtype == self.scalar_type()) return mm_out(self, mat2, out);
   check_same_device("aten::mm", {&self, &mat2, &out});
-  TORCH_CHECK(self.dim() == 2 && mat2.dim() == 2, "self and mat2 must be matrices");
-  TORCH_CHECK(self.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
-              self.size(0), "x", self.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  resize_out(out, {self.size(0), mat2.size(1)}, out_dtype);
+  resize_out(out, mm_sizes(self, mat2), out_dtype);
   plain_product("aten::mm", self, mat2, out);
   return out;
 }
@@ -357,11 +377,7 @@ at::Tensor& bmm_dtype_out(const at::Tensor& self, const at::Tensor& mat2,
   check_out_dtype("aten::bmm", self, mat2, out_dtype, nullptr);
   if (out_dtype == self.scalar_type()) return bmm_out(self, mat2, out);
   check_same_device("aten::bmm", {&self, &mat2, &out});
-  TORCH_CHECK(self.dim() == 3 && mat2.dim() == 3, "batch1 and batch2 must be 3D tensors");
-  TORCH_CHECK(self.size(0) == mat2.size(0) && self.size(2) == mat2.size(1),
-              "Expected size for first two dimensions of batch2 tensor to be: [", self.size(0),
-              ", ", self.size(2), "] but got: [", mat2.size(0), ", ", mat2.size(1), "].");
-  resize_out(out, {self.size(0), self.size(1), mat2.size(2)}, out_dtype);
+  resize_out(out, bmm_sizes(self, mat2), out_dtype);
   plain_product("aten::bmm", self, mat2, out);
   return out;
 }
@@ -374,12 +390,8 @@ at::Tensor& addmm_dtype_out(const at::Tensor& self, const at::Tensor& mat1, cons
     return addmm_out(self, mat1, mat2, beta, alpha, out);
   }
   check_same_device("aten::addmm", {&self, &mat1, &mat2, &out});
-  TORCH_CHECK(mat1.dim() == 2 && mat2.dim() == 2, "mat1 and mat2 must be matrices");
-  TORCH_CHECK(mat1.size(1) == mat2.size(0), "mat1 and mat2 shapes cannot be multiplied (",
-              mat1.size(0), "x", mat1.size(1), " and ", mat2.size(0), "x", mat2.size(1), ")");
-  const std::vector<int64_t> sizes{mat1.size(0), mat2.size(1)};
-  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
-              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  const auto sizes = addmm_sizes(mat1, mat2);
+  check_bias(self, sizes);
   resize_out(out, sizes, out_dtype);
   product("aten::addmm", self, mat1, mat2, beta, alpha, out);
   return out;
@@ -393,13 +405,8 @@ at::Tensor& baddbmm_dtype_out(const at::Tensor& self, const at::Tensor& batch1,
     return baddbmm_out(self, batch1, batch2, beta, alpha, out);
   }
   check_same_device("aten::baddbmm", {&self, &batch1, &batch2, &out});
-  TORCH_CHECK(batch1.dim() == 3 && batch2.dim() == 3, "batch1 and batch2 must be 3D tensors");
-  TORCH_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
-              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0),
-              ", ", batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
-  const std::vector<int64_t> sizes{batch1.size(0), batch1.size(1), batch2.size(2)};
-  TORCH_CHECK(at::is_expandable_to(self.sizes(), sizes), "The expanded size of self ",
-              self.sizes(), " must match the result size ", c10::IntArrayRef(sizes));
+  const auto sizes = baddbmm_sizes(batch1, batch2);
+  check_bias(self, sizes);
   resize_out(out, sizes, out_dtype);
   product("aten::baddbmm", self, batch1, batch2, beta, alpha, out);
   return out;
