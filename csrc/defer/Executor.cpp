@@ -21,7 +21,6 @@
 #include "sim/CostModel.h"
 
 #include <c10/core/DeviceGuard.h>
-#include <c10/util/flat_hash_map.h>
 
 #include <algorithm>
 #include <mutex>
@@ -227,7 +226,8 @@ class Executor {
       std::lock_guard<std::mutex> lock(plan_.executable_mutex);
       if (r < plan_.executable.size() && plan_.executable[r]) return plan_.executable[r];
     }
-    std::shared_ptr<const RegionTemplate> made = make_template(plan_.regions[r]);
+    std::shared_ptr<const RegionTemplate> made =
+        make_template(plan_.regions[r], nodes_, keys_, plan_);
     TORCHTPU_COUNT("defer.region_templates");
     std::lock_guard<std::mutex> lock(plan_.executable_mutex);
     if (plan_.executable.size() < plan_.regions.size()) {
@@ -235,144 +235,6 @@ class Executor {
     }
     if (!plan_.executable[r]) plan_.executable[r] = std::move(made);
     return plan_.executable[r];
-  }
-
-  std::shared_ptr<const RegionTemplate> make_template(const Region& region) {
-    auto t = std::make_shared<RegionTemplate>();
-    t->shape = region.shape;
-    for (int64_t s : region.shape) t->numel *= s;
-    t->launch_name = "fused region of " + std::to_string(region.nodes.size()) + " ops (" +
-                     *nodes_[region.nodes[0]].name + ", ...)";
-    ska::flat_hash_map<int, int> host_of;  // key -> index in t->hosts
-    ska::flat_hash_set<int> seen_blocks;   // block values met so far
-    ska::flat_hash_map<int, bool> counted;  // storages whose bytes are counted
-    auto source = [&](const Operand& o, int key, int node, int index) {
-      Source s;
-      if (!o.defined()) return s;
-      s.g = geometry_of(o, region.shape);
-      if (key >= 0 && !plan_.memory[key] && !plan_.host_buffer[key]) {
-        s.kind = Source::block;
-        s.slot = plan_.slot[key];
-        s.first = seen_blocks.insert(key).second;
-        t->slots = std::max(t->slots, s.slot + 1);
-        t->block_item =
-            std::max<int64_t>(t->block_item, static_cast<int64_t>(c10::elementSize(o.dtype)));
-        return s;
-      }
-      s.bind = static_cast<int>(t->wholes.size());
-      if (key == INT32_MIN) {  // a CPU scalar
-        s.kind = Source::whole;
-        t->wholes.push_back({node, index, -1, 0, o.dtype});
-        return s;
-      }
-      const auto [it, fresh] = host_of.emplace(key, static_cast<int>(t->hosts.size()));
-      if (fresh) t->hosts.push_back({key, node, index, 0});
-      int64_t& reach = t->hosts[it->second].reach;
-      const int64_t item = static_cast<int64_t>(c10::elementSize(o.dtype));
-      if (s.g.whole) {
-        s.kind = Source::whole;
-        t->wholes.push_back({node, index, it->second, o.offset, o.dtype});
-        reach = std::max(reach, (o.offset + 1) * item);
-        return s;
-      }
-      s.kind = Source::mapped;
-      s.bind = it->second;
-      // Every element the region's loop reaches lies in the storage (a plan that mapped an
-      // operand wrongly would otherwise write past it: memory corruption far from its cause);
-      // checked against the storage's size at each run.
-      int64_t lo = s.g.offset, hi = s.g.offset;
-      for (size_t j = 0; j < region.shape.size() && j < s.g.smap.size(); ++j) {
-        if (region.shape[j] == 0) return s;
-        (s.g.smap[j] < 0 ? lo : hi) += (region.shape[j] - 1) * s.g.smap[j];
-      }
-      TORCH_INTERNAL_ASSERT(lo >= 0, "fused eager: an operand of a fused region over ",
-                            c10::IntArrayRef(region.shape), " reaches element ", lo,
-                            " of its storage (sizes ", c10::IntArrayRef(o.sizes), ", strides ",
-                            c10::IntArrayRef(o.strides), ", offset ", o.offset,
-                            "); please report it");
-      reach = std::max(reach, (hi + 1) * item);
-      return s;
-    };
-    auto value_bytes = [](const Operand& o) {
-      return sim::CostModel::padded_bytes(o.sizes, static_cast<int>(c10::elementSize(o.dtype)));
-    };
-    for (int i : region.nodes) {
-      const Node& n = nodes_[i];
-      if (region.reduction_last && i == region.nodes.back()) {
-        // (Runs through its kernel after the launch, reading the region's value in its buffer.)
-        for (size_t j = 0; j < n.operands.size(); ++j) {
-          const int key = keys_.operands[i][j];
-          if (!n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
-            t->reduction_input_bytes = value_bytes(n.operands[j]);
-          }
-        }
-        continue;
-      }
-      if (region.matmul_first && i == region.nodes[0]) {
-        // (Runs through its kernel before the launch; charged with it.)
-        t->conv_in_host_memory = is_convolution(n) && keys_.results[i][0] >= 0 &&
-                                 plan_.host_buffer[keys_.results[i][0]];
-        if (t->conv_in_host_memory) t->prologue_result_bytes = value_bytes(n.results[0]);
-        for (size_t j = 0; j < n.operands.size(); ++j) {
-          const int key = keys_.operands[i][j];
-          if (n.operands[j].written && key >= 0 && plan_.host_buffer[key]) {
-            t->prologue_result_bytes = value_bytes(n.operands[j]);
-          }
-          if (n.operands[j].written) counted[key] = true;  // charged with the matmul
-        }
-        continue;
-      }
-      FusedOp f(n.op);
-      f.name = n.name;
-      f.node = i;
-      f.copy = n.capture == aten::Capture::copy;
-      f.warned_at_call = n.warned_at_call;
-      f.deterministic = n.deterministic;
-      f.operands.reserve(n.operands.size() + 1);  // (relu below adds one)
-      f.results.reserve(n.results.size());
-      for (size_t j = 0; j < n.operands.size(); ++j) {
-        f.operands.push_back(source(n.operands[j], keys_.operands[i][j], i, static_cast<int>(j)));
-      }
-      for (size_t j = 0; j < n.results.size(); ++j) {
-        f.results.push_back(source(n.results[j], keys_.results[i][j], i, ~static_cast<int>(j)));
-      }
-      const aten::OpTraits& traits = traits_of(n);
-      f.fn = traits.fn;
-      if (traits.fn == aten::PointwiseFn::relu && n.capture == aten::Capture::new_results &&
-          f.results.size() == 1) {
-        // relu is clamp_min(x, 0) in ATen's CPU kernel: its out= form writes the block in place
-        // of allocating a new one.
-        static const c10::OperatorHandle clamp_min_out =
-            c10::Dispatcher::singleton().findSchemaOrThrow("aten::clamp_min", "out");
-        f.op = clamp_min_out;
-        f.own_args = torch::jit::Stack{at::Tensor(), c10::Scalar(0), at::Tensor()};
-        f.operands.push_back(f.results[0]);
-        f.results.clear();
-        f.fn = aten::PointwiseFn::clamp_min;
-      }
-      const std::string& overload = f.op.schema().overload_name();
-      f.out_overload = overload == "out" || overload == "Scalar_out";  // (lerp.Scalar_out)
-      // Cost: VPU work per op; HBM bytes once per storage that is not a block buffer.
-      // float64 / complex: emulated, as in the unfused VPU executor (HostExecution.cpp).
-      bool foreign = false;
-      for (const auto& o : n.operands) {
-        if (o.tensor.defined() && o.tensor.is_cpu()) continue;  // a host scalar
-        foreign = foreign || o.dtype == c10::kDouble || c10::isComplexType(o.dtype);
-      }
-      if (foreign) {
-        t->emulated.push_back(n.name);
-        t->emulated_units += traits.vpu_units;
-      } else {
-        t->units += traits.vpu_units;
-      }
-      for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
-        if (key == INT32_MIN || (key >= 0 && !plan_.memory[key]) || counted[key]) return;
-        counted[key] = true;
-        t->bytes += value_bytes(o);
-      });
-      t->ops.push_back(std::move(f));
-    }
-    return t;
   }
 
   void run_fused(size_t r) {

@@ -105,4 +105,9 @@ struct FusedRegion {
   void run() const;
 };
 
+// The template of fused region `region` of `plan` (over `nodes` and their `keys`).
+std::shared_ptr<const RegionTemplate> make_template(const Region& region,
+                                                    const std::vector<Node>& nodes,
+                                                    const Keys& keys, const Plan& plan);
+
 }  // namespace torchtpu::defer

@@ -55,9 +55,8 @@ struct BlockCounter {
 // threads; each runs the blocks next() hands out (BlockCounter). The other threads are the
 // calling thread's OpenMP team, where torch's OpenMP runtime is loaded: the team that runs
 // ATen's and MKL's parallel loops, so the region does not compete for the cores with that
-// team's threads, which spin for a while after each parallel loop (with threads of its own, a
-// fused gelu_backward over [1024, 256] after a copy took 2.5-3x the strict kernel's time,
-// docs/host-speed.md). Elsewhere, and under ThreadSanitizer (which does not see OpenMP's
+// team's threads, which spin for a while after each parallel loop (docs/host-speed.md).
+// Elsewhere, and under ThreadSanitizer (which does not see OpenMP's
 // synchronization), the pool's helpers. (at::parallel_for is an inline OpenMP template that this
 // library, built without OpenMP, would run serially.) The blocks are at most one ATen grain
 // each, so the kernels inside run serially.

@@ -11,9 +11,8 @@ namespace torchtpu::runtime {
 
 // Host memory for matmul results that only their fused epilogue reads (Plan::host_buffer), kept
 // for the next flush. A fresh allocation of many MiB is a fresh mapping: its pages fault at the
-// first write and are unmapped at the free, at every flush (a 4096^2 float32 product's 64 MiB
-// made its GEMM 14 ms slower than strict eager's and its free cost 7 ms more, docs/host-speed.md,
-// "A cached region's run"). Up to kKeptBytes are kept; a request takes a kept buffer of at
+// first write and are unmapped at the free, at every flush, which costs a large product more
+// than its GEMM gains from the fusion (docs/host-speed.md, "A cached region's run"). Up to kKeptBytes are kept; a request takes a kept buffer of at
 // least its size and at most a quarter more. (Freed from whichever thread releases the last
 // storage.)
 class HostBufferPool {
