@@ -250,3 +250,177 @@ TEST(Plan, WithoutFusionEveryOpIsARegionOfItsOwn) {
   EXPECT_EQ(plan->regions.size(), 2u);
   EXPECT_EQ(plan->memory[GraphBuilder::key(keys, a)], 1);
 }
+
+// keys_of: pending storages are numbered 0.. in order of first use, one key per storage however
+// often it is used; CPU scalars and undefined operands have no storage (INT32_MIN).
+TEST(Plan, KeysNumberPendingStoragesByFirstUseAndGiveScalarsNone) {
+  GraphBuilder g;
+  auto a = g.value(S), b = g.value(S);
+  g.op("aten::mul", "out", {g.in(b), g.scalar(2), g.out(a)}, true, S);
+  g.op("aten::add", "out", {g.in(a), g.in(b), g.scalar(1), g.out(b)}, true, S);
+  g.op("aten::neg", "out", {Operand(), g.out(a)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  ASSERT_EQ(keys.pending.size(), 2u);
+  EXPECT_EQ(keys.pending[0], b);  // b is used first
+  EXPECT_EQ(keys.pending[1], a);
+  EXPECT_EQ(keys.operands[0], (Keys::List{0, INT32_MIN, 1}));
+  EXPECT_EQ(keys.operands[1], (Keys::List{1, 0, INT32_MIN, 0}));
+  EXPECT_EQ(keys.operands[2], (Keys::List{INT32_MIN, 1}));
+}
+
+// geometry_of maps an operand onto an iteration shape: broadcast dimensions get stride 0, a
+// 0-dim operand is passed whole; non_overlapping tells a layout that blocks may write apart.
+TEST(Plan, GeometryBroadcastsWithStrideZeroAndOnlyDistinctElementsAreNonOverlapping) {
+  GraphBuilder g;
+  auto row = g.value({1, 64}), m = g.value(S), zero_dim = g.value({});
+  const Geometry r = geometry_of(g.in(row), S);
+  EXPECT_EQ(r.smap, (Dims{0, 1}));
+  EXPECT_FALSE(r.whole);
+  EXPECT_FALSE(non_overlapping(r, S));  // 64 positions read one element each
+  Operand t = g.in(m);
+  std::swap(t.strides[0], t.strides[1]);  // a transposed view
+  const Geometry tg = geometry_of(t, S);
+  EXPECT_EQ(tg.smap, (Dims{1, 64}));
+  EXPECT_TRUE(non_overlapping(tg, S));
+  EXPECT_TRUE(geometry_of(g.in(zero_dim), S).whole);
+  EXPECT_FALSE(non_overlapping(geometry_of(g.in(zero_dim), S), S));
+}
+
+// eliminate_dead_ops is transitive: an op whose only reader is dead is dead too.
+TEST(Plan, DeadOpEliminationRemovesAChainWhoseLastValueIsDead) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto a = g.value(S), b = g.value(S), c = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  g.op("aten::exp", "out", {g.in(a), g.out(b)}, true, S);  // b: nobody refers to it
+  g.op("aten::sin", "out", {g.in(x), g.out(c)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  const auto live = eliminate_dead_ops(g.nodes, keys, g.alive(keys, {c}), PlanOptions());
+  EXPECT_EQ(std::vector<char>(live.begin(), live.end()), (std::vector<char>{0, 0, 1}));
+  // With b alive instead, the chain that makes it is kept and sin is dead.
+  const auto live_b = eliminate_dead_ops(g.nodes, keys, g.alive(keys, {b}), PlanOptions());
+  EXPECT_EQ(std::vector<char>(live_b.begin(), live_b.end()), (std::vector<char>{1, 1, 0}));
+}
+
+// group_regions keeps blocking safe: a value written in a region is never accessed there with
+// another geometry (a transposed read of it would see other blocks' elements).
+TEST(Plan, AValueWrittenInARegionIsNotReadThereThroughAnotherLayout) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto a = g.value(S), b = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  Operand transposed = g.in(a);
+  std::swap(transposed.strides[0], transposed.strides[1]);
+  g.op("aten::exp", "out", {transposed, g.out(b)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  const auto plan = build_plan(g.nodes, keys, g.alive(keys, {b}), PlanOptions());
+  ASSERT_EQ(plan->regions.size(), 2u);
+  EXPECT_EQ(plan->fused_ops, 0);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, a)], 1);  // read in another region: HBM
+}
+
+// group_regions: an element-wise op that reads what a later region wrote cannot join the
+// region opened before it; assign_memory gives a value used in several regions memory, and
+// its last_region is the last of them.
+TEST(Plan, AnOpThatReadsALaterRegionsResultOpensANewRegion) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto a = g.value(S), b = g.value(S), c = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  g.op("aten::cumsum", "out", {g.in(a), g.out(b)});  // a kernel region after it
+  g.op("aten::add", "out", {g.in(a), g.in(b), g.scalar(1), g.out(c)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  const auto plan = build_plan(g.nodes, keys, g.alive(keys, {c}), PlanOptions());
+  ASSERT_EQ(plan->regions.size(), 3u);
+  EXPECT_EQ(plan->regions[0].nodes, (std::vector<int>{0}));
+  EXPECT_EQ(plan->regions[2].nodes, (std::vector<int>{2}));
+  EXPECT_EQ(plan->replans, 0);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, a)], 1);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, b)], 1);
+  EXPECT_EQ(plan->last_region[GraphBuilder::key(keys, a)], 2);
+  EXPECT_EQ(plan->last_region[GraphBuilder::key(keys, b)], 2);
+}
+
+// PlanOptions::reduce off (TORCHTPU_DEFER_DEBUG=noreduce): a reduction is a region of its own
+// and the value it reduces takes HBM instead of a region buffer.
+TEST(Plan, WithoutReductionFusionAReductionIsARegionOfItsOwn) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto t = g.value(S), s = g.value({64});
+  g.op("aten::mul", "out", {g.in(x), g.in(x), g.out(t)}, true, S);
+  g.op("aten::sum", "IntList_out", {g.in(t), g.out(s)});
+  const Keys keys = keys_of(g.nodes);
+  PlanOptions no_reduce;
+  no_reduce.reduce = false;
+  const auto plan = build_plan(g.nodes, keys, g.alive(keys, {s}), no_reduce);
+  ASSERT_EQ(plan->regions.size(), 2u);
+  EXPECT_FALSE(plan->regions[0].reduction_last);
+  EXPECT_EQ(plan->fused_ops, 0);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, t)], 1);
+  EXPECT_EQ(plan->host_buffer[GraphBuilder::key(keys, t)], 0);
+}
+
+// pin_early_allocations, run by hand between the passes: it pins exactly the op whose
+// out-of-order join made a value take memory early, and once that op is pinned, grouping again
+// keeps it in program order and nothing more is pinned (the rounds of build_plan settle).
+TEST(Plan, PinningMarksTheHoistedAllocationAndThenSettles) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S), y = g.external(S);
+  auto a = g.value(S), b = g.value(S), z = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  g.op("aten::cumsum", "out", {g.in(y), g.out(b)});
+  g.op("aten::zero", "", {g.out(z)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  const auto alive = g.alive(keys, {a, b, z});
+  Plan plan;
+  plan.live = eliminate_dead_ops(g.nodes, keys, alive, PlanOptions());
+  std::vector<char> pinned(g.nodes.size(), 0);
+  group_regions(g.nodes, keys, pinned, PlanOptions(), plan);
+  assign_memory(g.nodes, keys, alive, plan);
+  ASSERT_EQ(plan.regions.size(), 2u);
+  EXPECT_EQ(plan.regions[0].nodes, (std::vector<int>{0, 2}));  // zero joined the first region
+  EXPECT_TRUE(pin_early_allocations(plan, g.nodes, keys, pinned));
+  EXPECT_EQ(pinned, (std::vector<char>{0, 0, 1}));
+  group_regions(g.nodes, keys, pinned, PlanOptions(), plan);
+  assign_memory(g.nodes, keys, alive, plan);
+  EXPECT_EQ(plan.regions.size(), 3u);
+  EXPECT_FALSE(pin_early_allocations(plan, g.nodes, keys, pinned));
+}
+
+// assign_block_slots gives block buffers only to values that live inside their region (no
+// memory): a value kept alive or used by another region has slot -1.
+TEST(Plan, OnlyValuesWithoutMemoryGetBlockSlots) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto a = g.value(S), b = g.value(S), c = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  g.op("aten::exp", "out", {g.in(a), g.out(b)}, true, S);
+  g.op("aten::sin", "out", {g.in(b), g.out(c)}, true, S);
+  const Keys keys = keys_of(g.nodes);
+  const auto plan = build_plan(g.nodes, keys, g.alive(keys, {b, c}), PlanOptions());
+  ASSERT_EQ(plan->regions.size(), 1u);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, a)], 0);
+  EXPECT_EQ(plan->slot[GraphBuilder::key(keys, a)], 0);
+  EXPECT_EQ(plan->memory[GraphBuilder::key(keys, b)], 1);  // alive
+  EXPECT_EQ(plan->slot[GraphBuilder::key(keys, b)], -1);
+  EXPECT_EQ(plan->slot[GraphBuilder::key(keys, c)], -1);
+}
+
+// print_ir lists every region with its kind and its ops, values in block buffers marked.
+TEST(Plan, TheIrNamesEveryRegionAndItsOps) {
+  GraphBuilder g;
+  const at::Tensor x = g.external(S);
+  auto a = g.value(S), b = g.value(S), c = g.value(S);
+  g.op("aten::neg", "out", {g.in(x), g.out(a)}, true, S);
+  g.op("aten::exp", "out", {g.in(a), g.out(b)}, true, S);
+  g.op("aten::cumsum", "out", {g.in(b), g.out(c)});
+  const Keys keys = keys_of(g.nodes);
+  const auto plan = build_plan(g.nodes, keys, g.alive(keys, {c}), PlanOptions());
+  ASSERT_EQ(plan->regions.size(), 2u);
+  EXPECT_EQ(plan->ir, print_ir(g.nodes, keys, *plan));
+  EXPECT_NE(plan->ir.find("region 0"), std::string::npos) << plan->ir;
+  EXPECT_NE(plan->ir.find("region 1: kernel"), std::string::npos) << plan->ir;
+  EXPECT_NE(plan->ir.find("#0 aten::neg.out("), std::string::npos) << plan->ir;
+  EXPECT_NE(plan->ir.find("#2 aten::cumsum.out("), std::string::npos) << plan->ir;
+  EXPECT_NE(plan->ir.find("[block]"), std::string::npos) << plan->ir;  // a: in a block buffer
+}
