@@ -42,7 +42,7 @@ enum class PointwiseFn : uint8_t {
   none, add, sub, mul, div, maximum, minimum, neg, abs, clamp_min, relu, lerp, addcmul, addcdiv
 };
 
-// How fused eager sizes the results of an op that returns new tensors (defer/Capture.cpp).
+// How fused eager sizes the results of an op that returns new tensors (defer/ResultSizing.cpp).
 enum class Sizing : uint8_t {
   meta_kernel,      // the op's meta kernel (a Python one costs about a millisecond)
   rule,             // a C++ rule in the recorder, as the CPU kernel sizes them
