@@ -55,14 +55,8 @@ CPU_ONLY = ("never uses the tpu device (CPU tensors, torch.compile's aot_eager):
             "PyTorch")
 LIBTPU_FLAGS = ("puts libtpu's dump flags (--xla_jf_dump_to) on its absl command line, which only "
                 "a libtpu install defines (absl refuses them elsewhere)")
-UINT32_ARANGE = ("torch.arange(32, dtype=torch.uint32, device=\"tpu\"): torchtpu runs PyTorch's CPU "
-                 "kernel there, which has no uint32 arange (TorchTPU computes it)")
-UINT32_OPS = ("pack32 computes in torch.uint32 on \"tpu\" (arange, 2 ** tensor, sum(dtype=uint32)): "
-              "torchtpu runs PyTorch's CPU kernels there, which have none of the three for "
-              "uint32 (TorchTPU computes them); its jax_op (popcount) runs")
-LOG_UTILS = "torch_tpu._internal.utils.log_utils (log_to_stderr) is not in the twin"
-TEST_UTILS = ("torch_tpu._internal.utils.test_utils (assert_close, CheckValueMode) is not in "
-              "the twin")
+NO_TORCHVISION = ("imports torchvision, whose PyPI wheels are CUDA builds that do not load beside "
+                  "the CPU torch here")
 
 PROGRAMS: list[Program] = [
     # --- marimo notebooks: docs/notebooks ---
@@ -73,7 +67,8 @@ PROGRAMS: list[Program] = [
     Program("docs/notebooks/eager_mode.py", "marimo", ci=True),
     Program("docs/notebooks/deferred_execution.py", "marimo", ci=True),
     Program("docs/notebooks/precision_management.py", "marimo",
-            why_fails="torch.backends.tpu (allow_excess_precision) is not in the twin"),
+            expect=(r"\[PASSED\] Successfully disabled excess precision",
+                    r"\[PASSED\] Successfully enabled excess precision")),
     Program("docs/notebooks/compilation_cache.py", "marimo", ci=True),
     Program("docs/notebooks/numerical_parity.py", "marimo", ci=True),
     Program("docs/notebooks/error_glossary.py", "marimo", ci=True),
@@ -90,8 +85,8 @@ PROGRAMS: list[Program] = [
             note=CPU_ONLY),
     Program("docs/notebooks/extending_modules_and_functions_via_composition.py", "marimo",
             note=CPU_ONLY),
-    Program("docs/notebooks/quant.py", "marimo", why_fails=UINT32_ARANGE),
-    Program("docs/notebooks/quantized_sum.py", "marimo", requires=("jax",), why_fails=UINT32_OPS),
+    Program("docs/notebooks/quant.py", "marimo"),
+    Program("docs/notebooks/quantized_sum.py", "marimo", requires=("jax",)),
     Program("docs/notebooks/custom_ops_via_pallas.py", "marimo", requires=("jax",)),
     Program("docs/notebooks/custom_pallas_kernel.py", "marimo", requires=("jax",),
             expect=(r"Verification complete: Pallas integration functional",)),
@@ -102,9 +97,7 @@ PROGRAMS: list[Program] = [
     Program("torch_tpu/docs/notebooks/index.py", "marimo", ci=True),
     Program("torch_tpu/docs/notebooks/compilation_cache.py", "marimo", ci=True),
     Program("torch_tpu/docs/notebooks/numerical_parity.py", "marimo", ci=True),
-    Program("torch_tpu/docs/notebooks/error_glossary.py", "marimo",
-            why_fails="execution_mode.defer_mode(DeferMode.NEVER), TorchTPU's earlier names of "
-                      "eager_mode(EagerMode.DEFER_NEVER), are not in the twin"),
+    Program("torch_tpu/docs/notebooks/error_glossary.py", "marimo"),
     Program("torch_tpu/docs/notebooks/porting_vit_mnist.py", "marimo", standins=("mnist",)),
     # --- tutorials ---
     Program("examples/tutorials/precision/precision_tutorial.ipynb", "ipynb", ci=True),
@@ -115,8 +108,8 @@ PROGRAMS: list[Program] = [
     Program("examples/tutorials/large_language_model/hello_world_llm_eager_test.py", "script",
             standins=("data:Qwen/Qwen3-0.6B",)),
     Program("examples/tutorials/distributed/hello_world_distributed.ipynb", "ipynb",
-            why_fails="torch_tpu._internal.distributed.tpu_topology (get_tpu_topology) is not in "
-                      "the twin"),
+            env={"ACCELERATOR_TYPE": "v6e-8"},
+            note="starts 8 workers: run on a simulated v6e-8 host"),
     Program("examples/tutorials/distributed/hello_world_distributed_run_script.sh", "shell",
             skip="runs examples/tutorials/distributed/hello_world_distributed_test.py, which "
                  "TorchTPU's repository does not have (run_hello_world_distributed.sh runs the "
@@ -131,12 +124,12 @@ PROGRAMS: list[Program] = [
             argv=("--acc=tpu",),
             why_fails="test_set_default_device: a tensor made under "
                       "torch.set_default_device(api.tpu_device()) reports device tpu:0 on torchtpu "
-                      "(as cuda:0 on CUDA); TorchTPU's test expects str(device) == \"tpu\", the "
-                      "index-less device tpu_device() returns (its other 59 tests pass)"),
+                      "(as cuda:0 on CUDA, and as TorchTPU's own modules moved to \"tpu\" report, "
+                      "which its qwen3 custom-sampling test checks); this test expects the "
+                      "index-less \"tpu\" (its other 59 tests pass)"),
     Program("examples/mingpt/mingpt_example.py", "script", requires=("jax",)),
     Program("examples/mingpt/mingpt_training_example.py", "script"),
-    Program("examples/mingpt/mingpt_decomposition_tests.py", "script",
-            why_fails="torch_tpu._internal.device (_device_module) is not in the twin"),
+    Program("examples/mingpt/mingpt_decomposition_tests.py", "script"),
     Program("examples/ops_and_kernels/call_linear.py", "script", note=CPU_ONLY),
     Program("examples/ops_and_kernels/qat_linear.py", "script", note=CPU_ONLY),
     Program("examples/ops_and_kernels/sigmoid_no_vanishing_grad.py", "script", note=CPU_ONLY),
@@ -149,34 +142,44 @@ PROGRAMS: list[Program] = [
             note="its notebook twin, nb/custom_ops_via_pallas, runs the same kernel"),
     Program("examples/ops_and_kernels/pointwise_fusion_cuda.py", "script",
             skip="needs a CUDA GPU (the CUDA half of TorchTPU's fusion comparison)"),
-    Program("examples/huggingface_transformers/functional_test.py", "script", why_fails=LOG_UTILS),
-    Program("examples/huggingface_transformers/trace_ops.py", "script", why_fails=LOG_UTILS),
-    Program("examples/huggingface_transformers/single_accelerator_smoke_test.py", "script", why_fails=LOG_UTILS),
-    Program("examples/qwen3/qwen3_0_6b_forward_test.py", "script",
-            why_fails=LOG_UTILS + " (then it imports tests.seed_test_utils, TorchTPU's test "
-                                  "infrastructure)"),
+    Program("examples/huggingface_transformers/functional_test.py", "script",
+            argv=("--device=tpu",),
+            why_fails="test_llama3_sdpa_default_is_flash_attention: scaled_dot_product_attention "
+                      "on tpu runs as aten._scaled_dot_product_fused_attention_overrideable "
+                      "(torchtpu's fused attention, PyTorch's backend for new devices), where "
+                      "TorchTPU registers aten._scaled_dot_product_flash_attention; the other 3 "
+                      "of its 4 tests pass"),
+    Program("examples/huggingface_transformers/trace_ops.py", "script",
+            why_fails="TorchTPU's own Llama-4-Scout-17B-16E-Instruct-MINI config (model_configs/) "
+                      "has no \"architectures\": the program's loop over config.architectures "
+                      "raises TypeError on any device (the two Qwen3 MoE configs before it trace "
+                      "in both modes)"),
+    Program("examples/huggingface_transformers/single_accelerator_smoke_test.py", "script",
+            skip="reads model_configs/Qwen/Qwen3-1.7B/config.json, which the copy of TorchTPU's "
+                 "repository does not have"),
+    Program("examples/qwen3/qwen3_0_6b_forward_test.py", "script", skip=TESTS_PKG),
     Program("examples/qwen3/qwen_kv_cache.py", "script"),
-    Program("examples/qwen3/qwen3_example.py", "script", why_fails=TEST_UTILS),
+    Program("examples/qwen3/qwen3_example.py", "script"),
     Program("examples/qwen3/qwen3_0_6b.ipynb", "ipynb", standins=("hf:Qwen/Qwen3-0.6B",)),
-    Program("examples/llama3/llama3_2_example.py", "script", why_fails=TEST_UTILS),
+    Program("examples/llama3/llama3_2_example.py", "script",
+            why_fails="imports examples.llama3.impl (TorchTPU's Llama model), not vendored yet"),
     Program("examples/resnet/resnet_hf_example.py", "script",
-            why_fails="imports torch.utils.tensorboard (the tensorboard package), then the "
-                      "twin's missing utils.benchmarking, utils.log_utils and shims.xprof"),
+            argv=("--device=tpu", "--image_h=64", "--image_w=64", "--num_epochs=3"),
+            standins=("data:microsoft/resnet-50",)),
     Program("examples/gemma4/model_test.py", "script"),
     Program("examples/gemma4/correctness_test.py", "script"),
     Program("examples/gemma4/model_baseline_test.py", "script", skip=TESTS_PKG),
     Program("examples/gemma4/correctness_tpu_test.py", "script", skip=TESTS_PKG),
-    Program("examples/gemma4/gemma4_hf_example.py", "script", why_fails=LOG_UTILS),
+    Program("examples/gemma4/gemma4_hf_example.py", "script"),
     Program("examples/huggingface_transformers/model_configs_test.py", "script", skip=TESTS_PKG),
     Program("examples/huggingface_transformers/trace_activations.py", "script",
             argv=("--device=tpu", "--output_dir=."), standins=("data:Qwen/Qwen3-0.6B",)),
-    Program("examples/huggingface_transformers/generate_cli.py", "script", why_fails=LOG_UTILS),
-    Program("examples/qwen3/qwen3_hf_example.py", "script", standins=("data:Qwen/Qwen3-0.6B",),
-            why_fails=LOG_UTILS),
+    Program("examples/huggingface_transformers/generate_cli.py", "script"),
+    Program("examples/qwen3/qwen3_hf_example.py", "script", standins=("data:Qwen/Qwen3-0.6B",)),
     Program("examples/qwen3/qwen3_hf_pipe_example.py", "script",
             standins=("data:Qwen/Qwen3-0.6B",), expect=(r"Generation time: ",)),
     Program("examples/qwen3/qwen3_0_6b_custom_sampling_test.py", "script",
-            standins=("data:Qwen/Qwen3-0.6B",), why_fails=LOG_UTILS),
+            argv=("--device=tpu",), standins=("data:Qwen/Qwen3-0.6B",)),
     Program("examples/qwen3/qwen3_0_6b_custom_sampling.ipynb", "ipynb",
             skip="reads its weights from /cns/..., Google's internal file system"),
     Program("examples/qwen3/qwen3_dynamic_kv_cache.py", "script",
@@ -200,13 +203,12 @@ PROGRAMS: list[Program] = [
             skip="needs the Llama 3.2 1B checkpoint at /data/weights: no stand-in yet (only "
                  "Qwen3-0.6B has one)"),
     Program("examples/resnet/resnet50_tv_test.py", "script",
-            why_fails=LOG_UTILS + " (then torchvision, not installed here)"),
+            why_fails=NO_TORCHVISION),
     Program("examples/resnet/resnet50_tv_tool.py", "script",
-            why_fails=LOG_UTILS + " (then torchvision, not installed here)"),
+            why_fails=NO_TORCHVISION),
     Program("examples/mingpt/mingpt_threshold_test.py", "script",
             skip="asserts a real chip's forward latency (6 ms for minGPT-L on a v5e) on the host's "
-                 "clock: a simulator's wall time is not the chip's (it also needs "
-                 "torch_tpu._internal.shims.pyglib.build_data)"),
+                 "clock: a simulator's wall time is not the chip's"),
     Program("examples/huggingface_diffusers/flux_1_schnell_test.py", "script",
             skip="its inference test loads FLUX.1-schnell's 12B checkpoint: not on a CPU in "
                  "minutes, and no stand-in yet"),
@@ -217,15 +219,17 @@ PROGRAMS: list[Program] = [
                  "yet"),
     Program("examples/distributed/tensor_parallel_multihost/main.py", "script",
             skip="several hosts of a TPU slice (torch_tpu shims' multihost launcher)"),
-    Program("examples/distributed/fsdp/fsdp_worker.py", "torchrun", why_fails=LOG_UTILS),
+    Program("examples/distributed/fsdp/fsdp_worker.py", "torchrun",
+            why_fails="its check against the CPU fails at step 8 (|0.2556 - 0.2518| = 0.0038 > "
+                      "atol 3e-3 + rtol 1e-3 x 0.25) at the default float32 matmul precision, one "
+                      "bfloat16 pass as on the chip; it passes at \"high\" and \"highest\" "
+                      "(FSDP2's meta-device initialization on \"tpu\": test_rng_state.py)"),
     Program("examples/distributed/tensor_parallel/tp_worker.py", "torchrun",
             skip="the worker of an older layout: imports examples.distributed.tensor_parallel."
                  "model, which the copy of TorchTPU's repository does not have "
                  "(manual/tp_worker.py is its current form)"),
-    Program("examples/distributed/tensor_parallel/manual/tp_worker.py", "torchrun",
-            why_fails=LOG_UTILS),
-    Program("examples/distributed/tensor_parallel/dtensor_wrapped/dtp_worker.py", "torchrun",
-            why_fails=LOG_UTILS),
+    Program("examples/distributed/tensor_parallel/manual/tp_worker.py", "torchrun"),
+    Program("examples/distributed/tensor_parallel/dtensor_wrapped/dtp_worker.py", "torchrun"),
     Program("examples/distributed/hf_llama3/hf_llama3_worker.py", "torchrun",
             standins=("data:meta-llama/Llama-3.2-1B",),
             expect=(r"\[Rank 0\] Losses: tensor\(\[", r"\[Rank 1\] Losses: tensor\(\["),
