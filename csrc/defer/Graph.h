@@ -155,7 +155,7 @@ void run_graph(std::vector<Node> nodes, uint64_t fingerprint, runtime::FlushReas
 // A TPU tensor over `storage` with the geometry of `o` (no dispatch; Executor.cpp).
 at::Tensor device_view(const c10::Storage& storage, const Operand& o);
 
-// Lowering.cpp: the program of a captured graph (Program.h), run once on `inputs`.
+// Programs.cpp: the program of a captured graph (Program.h), run once on `inputs`.
 Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
                        const std::vector<at::Tensor>& inputs,
                        const std::vector<at::Tensor>& outputs, const std::string& name,

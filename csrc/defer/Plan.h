@@ -11,6 +11,7 @@
 //   assign_block_slots  Plan::slot: the block buffer of each block value
 //   print_ir            Plan::ir
 //   build_plan          all of the above
+//   plan_of             the plan cache: a cached plan, or build_plan's (Lowering.cpp)
 //   execute             enqueues a planned graph on the streams (Executor.cpp)
 #include "defer/Graph.h"
 
@@ -129,6 +130,15 @@ std::string print_ir(const std::vector<Node>& nodes, const Keys& keys, const Pla
 std::shared_ptr<Plan> build_plan(const std::vector<Node>& nodes, const Keys& keys,
                                  const std::vector<char>& alive_keys,
                                  const PlanOptions& options = PlanOptions::from_environment());
+
+// The plan cache (Lowering.cpp). The plan of `nodes`: the cached one when the graph's structure
+// (with `fingerprint`, the record-time hash of its non-tensor arguments) was planned before,
+// else built by the passes and cached; `planned_for` names the graph in errors and dumps.
+std::shared_ptr<Plan> plan_of(const std::vector<Node>& nodes, const Keys& keys,
+                              const std::vector<char>& alive_keys, uint64_t fingerprint,
+                              const char* planned_for, const PlanOptions& options);
+// Per pending key of `keys`: whether tensors still refer to it (alive()).
+std::vector<char> alive_keys_of(const Keys& keys);
 
 // Enqueues the planned graph on the streams its nodes were recorded on (Executor.cpp).
 // `blocking`: the host waits after this graph anyway, so it may wait for the device before

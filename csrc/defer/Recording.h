@@ -10,7 +10,7 @@
 //   Decision.cpp        record the op or run it now; factories and dropout recorded apart
 //   Recorder.cpp        the entry hook (aten/Entry.h) and the recording of one node
 //   Flush.cpp           taking the graph to run it (Lowering.cpp), materialization points
-//   Programs.cpp        compiled programs (Program.h): capture
+//   Programs.cpp        compiled programs (Program.h): capture, lowering and replay
 #include "aten/Entry.h"
 #include "aten/OpTraits.h"
 #include "defer/Graph.h"
