@@ -14,6 +14,11 @@ lengths), each configuration a process of its own run by the vLLM environment's 
 
     python benchmarks/vllm.py [--max-tokens 128] [--repeats 2] [--python build/venv-vllm/bin/python]
 
+Every run has ``OMP_NUM_THREADS=1`` (``--threads``): vLLM sets torch to one thread for serving
+on both backends, but its CPU kernels' OpenMP teams take every core, and on this 2-core machine
+shared with other jobs their barriers made the CPU backend 15-60 times slower and 4 times as
+variable (8 x 128 tokens: 4.1 to 18.3 s with two threads, 0.31 s with one).
+
 Writes benchmarks/results/vllm.json.
 """
 from __future__ import annotations
@@ -33,8 +38,9 @@ RUNNER = ROOT / "test" / "vllm" / "run_generate.py"
 CHIPS = ("v5e", "v6e", "v7")
 
 
-def run(python: str, model: str, config: dict, max_tokens: int, kv_bytes: int) -> dict:
-    env = dict(os.environ, **config["env"])
+def run(python: str, model: str, config: dict, max_tokens: int, kv_bytes: int,
+        threads: int) -> dict:
+    env = dict(os.environ, **config["env"], OMP_NUM_THREADS=str(threads))
     if "VLLM_TARGET_DEVICE" not in config["env"]:
         env.pop("VLLM_TARGET_DEVICE", None)
     args = [python, str(RUNNER), model, "--max-tokens", str(max_tokens),
@@ -52,6 +58,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--kv-mib", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="OMP_NUM_THREADS of every run (see the module docstring)")
     ap.add_argument("--no-compiled", action="store_true", help="skip vLLM's compiled CPU backend")
     a = ap.parse_args()
 
@@ -70,7 +78,8 @@ def main() -> None:
         runs: dict[str, list[dict]] = {c["name"]: [] for c in configs}
         for _ in range(a.repeats):
             for c in configs:
-                runs[c["name"]].append(run(a.python, model, c, a.max_tokens, a.kv_mib << 20))
+                runs[c["name"]].append(run(a.python, model, c, a.max_tokens, a.kv_mib << 20,
+                                            a.threads))
                 print(f"{c['name']}: {runs[c['name']][-1]['generate_s']:.3f} s", flush=True)
 
     reference = runs["cpu eager"][0]["tokens"]
@@ -91,7 +100,8 @@ def main() -> None:
             row["kv_cache_ops_share_v5e"] = r["cache_ops_v5e_s"] / r["estimate"]["v5e"]
         rows[name] = row
     cpu = rows["cpu eager"]["host_tokens_per_s"]
-    print(f"\n{'configuration':<14} {'host tok/s':>10} {'vs cpu eager':>12}   estimated tok/s per chip")
+    print(f"\n{'configuration':<14} {'host tok/s':>10} {'vs cpu eager':>12}   "
+          "estimated tok/s per chip")
     for name, row in rows.items():
         est = row.get("estimated_tokens_per_s_per_chip")
         est_s = "  ".join(f"{c} {est[c]:,.0f}" for c in CHIPS) if est else "-"
@@ -105,7 +115,8 @@ def main() -> None:
         "workload": {"model": "tiny Llama (test/vllm/tiny_model.py: 2 layers, hidden 128, "
                               "4 heads, 2 KV heads, float32)",
                      "prompts": 8, "max_tokens": a.max_tokens, "greedy": True,
-                     "kv_cache_bytes": a.kv_mib << 20, "repeats": a.repeats},
+                     "kv_cache_bytes": a.kv_mib << 20, "repeats": a.repeats,
+                     "omp_num_threads": a.threads},
         "machine": machine(),
         "results": rows,
         "notes": [

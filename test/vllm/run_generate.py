@@ -42,7 +42,8 @@ def main() -> None:
     ap.add_argument("model")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompts", type=int, default=8)
-    ap.add_argument("--chunked", type=int, default=0, help="max_num_batched_tokens (chunked prefill)")
+    ap.add_argument("--chunked", type=int, default=0,
+                    help="max_num_batched_tokens (chunked prefill)")
     ap.add_argument("--prefix-caching", action="store_true")
     ap.add_argument("--repeat-prefix", action="store_true",
                     help="every prompt twice, the second run hitting the prefix cache")

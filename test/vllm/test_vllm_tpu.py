@@ -165,15 +165,17 @@ def _post(url, body, stream=False):
         return chunks
 
 
-def test_openai_server_completions(model_dir, tmp_path):
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_openai_server_completions(model_dir, tmp_path, mode):
     from transformers import AutoTokenizer
 
     cpu = cpu_reference(model_dir, "--kv-bytes", KV, "--prompts", "4", "--max-tokens", "16")
     tok = AutoTokenizer.from_pretrained(model_dir)
     port = _free_port()
     request_log = tmp_path / "requests.jsonl"
-    env = dict(os.environ, TORCHTPU_FALLBACK="error", HF_HUB_OFFLINE="1",
-               VLLM_NO_USAGE_STATS="1", TORCHTPU_VLLM_REQUEST_LOG=str(request_log))
+    env = dict(os.environ, TORCHTPU_FALLBACK="error", TORCHTPU_EAGER_MODE=mode,
+               HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1",
+               TORCHTPU_VLLM_REQUEST_LOG=str(request_log))
     env.pop("VLLM_TARGET_DEVICE", None)
     server = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,

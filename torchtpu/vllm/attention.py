@@ -22,7 +22,8 @@ estimated time of a step with a 64 MiB cache (benchmarks/vllm.py before this pri
 grow with the cache. They run in a ``_ForeignOp`` scope (work before them first, theirs
 synchronously: docs/eager-modes.md, "C++ extensions"), their generic charges kept off the
 ledger (``begin_uncharged``), and ``charge_kernel`` charges the launch (docs/custom-kernels.md,
-"Pricing"), under the names ``torchtpu_vllm::kv_cache_write`` and ``torchtpu_vllm::kv_cache_gather``.
+"Pricing"), under the names ``torchtpu_vllm::kv_cache_write`` and
+``torchtpu_vllm::kv_cache_gather``.
 
 What depends on the step only (gather indices, the mask) is built once per step on the host by
 the metadata builder from vLLM's host copies of the query starts and sequence lengths, and copied
@@ -191,7 +192,8 @@ class TpuPagedAttentionImpl(AttentionImpl):
         if alibi_slopes is not None:
             raise NotImplementedError("ALiBi is not supported by torchtpu's paged attention")
         if sinks is not None:
-            raise NotImplementedError("attention sinks are not supported by torchtpu's paged attention")
+            raise NotImplementedError(
+                "attention sinks are not supported by torchtpu's paged attention")
         if attn_type != AttentionType.DECODER:
             raise NotImplementedError(f"{attn_type} attention is not supported on tpu")
         self.num_heads = num_heads

@@ -37,7 +37,8 @@ def compute_slot_mapping(
         block_index = torch.div(pos, KV_CACHE_BLOCK_SIZE, rounding_mode="floor")
         flat = block_table.reshape(-1)[: block_table.shape[0] * block_table_stride]
         block = flat[req.to(torch.int64) * block_table_stride + block_index].to(torch.int64)
-        slot_mapping[:num_tokens] = block * KV_CACHE_BLOCK_SIZE + (pos - block_index * KV_CACHE_BLOCK_SIZE)
+        offset = pos - block_index * KV_CACHE_BLOCK_SIZE
+        slot_mapping[:num_tokens] = block * KV_CACHE_BLOCK_SIZE + offset
     if max_num_tokens > num_tokens:
         slot_mapping[num_tokens:max_num_tokens].fill_(PAD_ID)
 
