@@ -301,38 +301,33 @@ std::optional<std::vector<at::Tensor>> run_program(Program& p,
                                                    bool counted);
 }  // namespace
 
-Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
-                       const std::vector<at::Tensor>& inputs,
-                       const std::vector<at::Tensor>& outputs, const std::string& name,
-                       bool bucket, const Program* charged_as) {
-  const NoPythonDispatch no_python;
-  auto prog = std::make_shared<Program>();
-  Program& p = *prog;
-  p.name = name;
-  p.precision = sim::current_precision();
-  p.keys = keys_of(nodes);
-  p.alive = alive_keys_of(p.keys);
-  auto fail = [&](const std::string& why) {
-    // The recorded ops run as fused eager runs them.
-    const aten::KernelScope scope;
-    run_graph(std::move(nodes), fingerprint, runtime::FlushReason::compiled_graph);
-    return Captured{nullptr, {}, why};
-  };
+namespace {
+
+using InputOf = std::unordered_map<const c10::StorageImpl*, int>;  // storage -> graph input
+
+// Each step of lowering below returns why the graph cannot become a program, or nothing.
+
+// A program runs on one device and stream: those of its ops.
+std::optional<std::string> bind_place(Program& p, const std::vector<Node>& nodes) {
   if (!nodes.empty()) {
     p.device = nodes[0].device;
     p.stream = nodes[0].stream;
     for (const Node& n : nodes) {
-      if (n.device != p.device || n.stream != p.stream) return fail("ops on several streams");
+      if (n.device != p.device || n.stream != p.stream) return "ops on several streams";
     }
   }
-  // Inputs.
+  return std::nullopt;
+}
+
+// The inputs: the geometry, device, bytes and storage sharing a replay's inputs must match.
+std::optional<std::string> bind_inputs(Program& p, const std::vector<at::Tensor>& inputs,
+                                       InputOf& input_of) {
   const std::vector<int> sharing = storage_sharing(inputs);
-  std::unordered_map<const c10::StorageImpl*, int> input_of;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Program::Input in;
     const at::Tensor& t = inputs[i];
     if (t.defined()) {
-      if (!t.device().is_privateuseone()) return fail("a CPU tensor input");
+      if (!t.device().is_privateuseone()) return "a CPU tensor input";
       in.tensor = true;
       in.device = t.device();
       in.geometry = operand_geometry(t);
@@ -342,19 +337,25 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
     }
     p.inputs.push_back(std::move(in));
   }
-  // Outputs.
+  return std::nullopt;
+}
+
+// The outputs: a value the graph makes, an input, or a constant; every value still referenced
+// must be an output.
+std::optional<std::string> bind_outputs(Program& p, const std::vector<at::Tensor>& outputs,
+                                        const InputOf& input_of) {
   std::unordered_map<uint64_t, int> value_of;
   for (size_t k = 0; k < p.keys.pending.size(); ++k) value_of[p.keys.pending[k]->id] = int(k);
   std::vector<char> is_output(p.keys.pending.size(), 0);
   for (const at::Tensor& t : outputs) {
     Program::Output out;
     if (t.defined()) {
-      if (!t.device().is_privateuseone()) return fail("a CPU tensor output");
+      if (!t.device().is_privateuseone()) return "a CPU tensor output";
       out.geometry = operand_geometry(t);
       const c10::StorageImpl* impl = t.storage().unsafeGetStorageImpl();
       if (auto record = pending_of(t.storage())) {
         auto it = value_of.find(record->id);
-        if (it == value_of.end()) return fail("an output made outside the graph");
+        if (it == value_of.end()) return "an output made outside the graph";
         out.kind = Program::Output::Kind::value;
         out.index = it->second;
         is_output[it->second] = 1;
@@ -370,10 +371,15 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
   }
   for (size_t k = 0; k < p.alive.size(); ++k) {
     if (p.alive[k] && !is_output[k]) {
-      return fail("a value the graph makes is referenced outside its outputs");
+      return "a value the graph makes is referenced outside its outputs";
     }
   }
-  // Externals: graph inputs, or constants (tensors the graph holds).
+  return std::nullopt;
+}
+
+// Externals: graph inputs, or constants (tensors the graph holds), which the graph never writes.
+std::optional<std::string> bind_externals(Program& p, const std::vector<Node>& nodes,
+                                          const InputOf& input_of) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     for_each_access(nodes, p.keys, i, [&](const Operand& o, int key) {
       if (key >= 0 || key == INT32_MIN) return;
@@ -394,20 +400,53 @@ Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
       const int key = p.keys.operands[i][j];
       if (nodes[i].operands[j].written && key < 0 && key != INT32_MIN &&
           p.external_input[-key - 1] < 0) {
-        return fail("the graph writes a tensor that is not an input (" + *nodes[i].name + ")");
+        return "the graph writes a tensor that is not an input (" + *nodes[i].name + ")";
       }
     }
   }
+  return std::nullopt;
+}
+
+// The plan (from the plan cache, without pinning: Plan.h), the values' sizes, the intermediates
+// kept in VMEM; the nodes become the program's, their operands slots.
+void plan_program(Program& p, std::vector<Node> nodes, uint64_t fingerprint) {
   PlanOptions options = PlanOptions::from_environment();
   options.pin_allocations = false;  // (Plan.h)
   p.plan = nodes.empty() ? std::make_shared<Plan>()
                          : plan_of(nodes, p.keys, p.alive, fingerprint,
-                                   ("compiled program " + name).c_str(), options);
+                                   ("compiled program " + p.name).c_str(), options);
   for (const auto& record : p.keys.pending) p.values.emplace_back(record->device, record->nbytes);
   std::tie(p.vmem_kept_bytes, p.vmem_peak_bytes) = vmem_intermediates(
       nodes, p.keys, *p.plan, p.alive, sim::cost_model().chip().vmem_bytes);
   p.nodes = std::move(nodes);
   unbind(p);
+}
+
+}  // namespace
+
+Captured lower_program(std::vector<Node> nodes, uint64_t fingerprint,
+                       const std::vector<at::Tensor>& inputs,
+                       const std::vector<at::Tensor>& outputs, const std::string& name,
+                       bool bucket, const Program* charged_as) {
+  const NoPythonDispatch no_python;
+  auto prog = std::make_shared<Program>();
+  Program& p = *prog;
+  p.name = name;
+  p.precision = sim::current_precision();
+  p.keys = keys_of(nodes);
+  p.alive = alive_keys_of(p.keys);
+  InputOf input_of;
+  std::optional<std::string> failure = bind_place(p, nodes);
+  if (!failure) failure = bind_inputs(p, inputs, input_of);
+  if (!failure) failure = bind_outputs(p, outputs, input_of);
+  if (!failure) failure = bind_externals(p, nodes, input_of);
+  if (failure) {
+    // The recorded ops run as fused eager runs them.
+    const aten::KernelScope scope;
+    run_graph(std::move(nodes), fingerprint, runtime::FlushReason::compiled_graph);
+    return Captured{nullptr, {}, *failure};
+  }
+  plan_program(p, std::move(nodes), fingerprint);
   if (charged_as != nullptr) {
     std::lock_guard<std::mutex> lock(charged_as->mutex);
     p.charge = charged_as->estimate;
