@@ -31,13 +31,16 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import os
 import random
 import sys
 import threading
 import time
 
 import torch
-import torchtpu
+
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+import torchtpu  # noqa: E402
 
 SHAPES = [(8, 16), (16,), (1, 16), (8, 1), (4, 8, 16), (33, 7)]
 # An empty tensor in place of some inputs (gen_program's `empty`; most shapes do not broadcast
