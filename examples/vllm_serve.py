@@ -47,11 +47,14 @@ def offline(model: str, prompts: list[str], max_tokens: int) -> None:
     generated = sum(len(o.outputs[0].token_ids) for o in outs)
     print(f"\n{len(outs)} requests, {generated} tokens in {host_s:.2f} s on this host "
           f"(eager mode {torchtpu.get_eager_mode()}, fallbacks {torchtpu.metrics.fallbacks()})")
-    print(f"{'request':>8} {'tokens':>6}  estimated device time: v5e / v6e / v7   text")
+    print(f"{'request':>8} {'scheduled tokens':>16}  "
+          "estimated device time: v5e / v6e / v7   text")
     for o in outs:
-        s = stats[o.request_id]
+        # vLLM's engine knows a request by its id with a suffix of its own.
+        s = next(v for k, v in stats.items()
+                 if k == o.request_id or k.startswith(o.request_id + "-"))
         est = " / ".join(f"{s['estimated_s'][c] * 1e3:.2f} ms" for c in ("v5e", "v6e", "v7"))
-        print(f"{o.request_id:>8} {s['tokens']:>6}  {est}   {o.outputs[0].text[:30]!r}")
+        print(f"{o.request_id:>8} {s['tokens']:>16}  {est}   {o.outputs[0].text[:30]!r}")
     for chip in ("v5e", "v6e", "v7"):
         total = sum(s["estimated_s"][chip] for s in stats.values())
         print(f"estimated on one {chip}: {generated / total:,.0f} tokens/s")

@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--kv-bytes", type=int, default=0)
     ap.add_argument("--gpu-mem", type=float, default=0.0)
     ap.add_argument("--max-num-seqs", type=int, default=8)
+    ap.add_argument("--tp", type=int, default=1, help="tensor_parallel_size")
     ap.add_argument("--temperature", type=float, default=0.0,
                     help="above 0: sampled, seeded per request (top_p 0.9, top_k 20)")
     ap.add_argument("--compile", action="store_true",
@@ -79,6 +80,8 @@ def main() -> None:
                   max_num_seqs=a.max_num_seqs, enable_prefix_caching=a.prefix_caching)
     if a.chunked:
         kwargs.update(enable_chunked_prefill=True, max_num_batched_tokens=a.chunked)
+    if a.tp > 1:
+        kwargs["tensor_parallel_size"] = a.tp
     if not a.compile:
         kwargs["enforce_eager"] = True
     if a.kv_bytes:
@@ -107,6 +110,9 @@ def main() -> None:
         outs = llm.generate(prompts, params, use_tqdm=False)
         t_gen = time.perf_counter() - t0
         tokens.append([list(o.outputs[0].token_ids) for o in outs])
+    if os.environ.get("TORCHTPU_VLLM_REQUEST_LOG"):
+        # The workers log a request when vLLM reports it finished, at the next step: one more.
+        llm.generate(prompts[:1], SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
     result = {
         "platform": type(current_platform).__name__,
         "tokens": tokens[-1], "tokens_first_run": tokens[0],

@@ -145,6 +145,25 @@ def test_sampled_equals_cpu_native_sampler(model_dir):
     assert tpu["tokens"] != [t[:16] for t in greedy["tokens"]]  # sampling changed something
 
 
+def test_tensor_parallel_2_ranks_equals_cpu(model_dir, tmp_path):
+    # Two worker processes (vLLM's multiprocessing executor), one simulated chip each, the
+    # device groups over torchtpu's "tpu_dist"; each rank logs its requests' estimates.
+    cpu = cpu_reference(model_dir, "--kv-bytes", KV)
+    log = tmp_path / "requests.jsonl"
+    os.environ["TORCHTPU_VLLM_REQUEST_LOG"] = str(log)
+    try:
+        tpu = run(model_dir, "--kv-bytes", KV, "--tp", "2")
+    finally:
+        del os.environ["TORCHTPU_VLLM_REQUEST_LOG"]
+    assert tpu["platform"] == "TpuPlatform"
+    assert tpu["tokens"] == cpu["tokens"]
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted({r["rank"] for r in rows}) == [0, 1]
+    assert sum(r["rank"] == 0 for r in rows) == len(PROMPTS)
+    for row in rows:
+        assert row["estimated_s"]["v5e"] > 0 and row["tokens"] >= MAX_TOKENS
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -59,9 +59,13 @@ def _finish(req_ids) -> None:
     with _lock:
         rows = [(r, _requests.pop(r)) for r in req_ids if r in _requests]
     if rows:
+        import torch.distributed as dist
+
+        # Each rank of a tensor-parallel engine charges its own chip: one line per rank.
+        rank = dist.get_rank() if dist.is_initialized() else 0
         with open(path, "a") as f:
             for req_id, row in rows:
-                f.write(json.dumps({"request_id": req_id, **row}) + "\n")
+                f.write(json.dumps({"request_id": req_id, "rank": rank, **row}) + "\n")
 
 
 def request_stats(reset: bool = False) -> dict[str, dict]:

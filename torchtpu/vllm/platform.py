@@ -106,6 +106,13 @@ class TpuPlatform(CpuPlatform):
         return False
 
     @classmethod
+    def get_device_communicator_cls(cls) -> str:
+        # torch.distributed's collectives on the device group (vLLM's CPU communicator reduces
+        # through shared-memory C++ ops that would read device memory).
+        return ("vllm.distributed.device_communicators.base_device_communicator."
+                "DeviceCommunicatorBase")
+
+    @classmethod
     def import_kernels(cls) -> None:
         # vLLM's CPU extension stays loaded (some of vLLM's host code calls it on host
         # tensors); it never receives a tpu tensor (test/vllm/test_vllm_tpu.py checks it).

@@ -95,9 +95,16 @@ class TpuWorker(CPUWorker):
     def init_device(self):
         self.device = torch.device("tpu", self.local_rank)
         torch.tpu.set_device(self.device)
+        # Several ranks: the device groups are torchtpu's "tpu_dist" (collectives on tpu tensors,
+        # charged for the ICI), the host groups Gloo as vLLM makes them.
+        backend = "gloo"
+        if self.parallel_config.world_size > 1:
+            import torchtpu.distributed  # noqa: F401  (registers "tpu_dist")
+
+            backend = "tpu_dist"
         init_worker_distributed_environment(
             self.vllm_config, self.rank, self.distributed_init_method, self.local_rank,
-            "gloo")
+            backend)
         set_random_seed(self.model_config.seed)
         self.model_runner = TpuModelRunner(self.vllm_config, self.device)
 
