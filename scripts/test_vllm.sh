@@ -2,7 +2,7 @@
 # vLLM on "tpu" (torchtpu/vllm/, docs/ecosystem.md "vLLM"): makes the virtual environment vLLM
 # lives in (build/venv-vllm: it sees the main environment's packages, torch and torchtpu among
 # them, but vLLM and the transformers it pins stay inside), then runs test/vllm/ in it.
-#   bash scripts/test_vllm.sh            the whole tier (12 tests, about 6.5 minutes on 2 cores)
+#   bash scripts/test_vllm.sh            the whole tier (13 tests, about 7.5 minutes on 2 cores)
 #   bash scripts/test_vllm.sh --smoke    one short case (4 prompts x 16 tokens, tpu against CPU: 41 s)
 # Extra arguments go to pytest. Without a network or PyPI the tier is skipped, not failed.
 set -uo pipefail

@@ -10,6 +10,7 @@ the weights and a profiling step hold (or ``kv_cache_memory_bytes``).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 
 import torch
@@ -28,6 +29,9 @@ logger = init_logger("vllm.torchtpu")
 
 # The chips whose estimated time each request is charged (torchtpu.vllm.request_stats()).
 CHIPS = ("v5e", "v6e", "v7")
+# TORCHTPU_VLLM_REQUEST_STATS=0: no per-request statistics (pricing the ledger for the three
+# chips at every step is host time of its own).
+_STATS = os.environ.get("TORCHTPU_VLLM_REQUEST_STATS", "1") != "0"
 
 
 class TpuModelRunner(CPUModelRunner):
@@ -49,7 +53,7 @@ class TpuModelRunner(CPUModelRunner):
     def execute_model(self, scheduler_output, *args, **kwargs):
         _finish(getattr(scheduler_output, "finished_req_ids", None))
         shares = dict(getattr(scheduler_output, "num_scheduled_tokens", {}) or {})
-        if not shares:
+        if not shares or not _STATS:
             return super().execute_model(scheduler_output, *args, **kwargs)
         before = self._last_estimate or self._step_estimates()
         start = time.perf_counter()
