@@ -127,7 +127,12 @@ PROGRAMS: list[Program] = [
                       "(as cuda:0 on CUDA, and as TorchTPU's own modules moved to \"tpu\" report, "
                       "which its qwen3 custom-sampling test checks); this test expects the "
                       "index-less \"tpu\" (its other 59 tests pass)"),
-    Program("examples/mingpt/mingpt_example.py", "script", requires=("jax",)),
+    Program("examples/mingpt/mingpt_example.py", "script", requires=("jax",),
+            why_fails="its float32 logits against the CPU's at rtol 1e-3, atol 1e-4 fail at the "
+                      "default float32 matmul precision (one bfloat16 pass, TorchTPU's DEFAULT "
+                      "as its docs and code give it); it passes at \"high\" (three passes, "
+                      "TORCHTPU_MATMUL_PRECISION=high): the example expects more precision than "
+                      "TorchTPU documents for an unscoped matmul"),
     Program("examples/mingpt/mingpt_training_example.py", "script"),
     Program("examples/mingpt/mingpt_decomposition_tests.py", "script"),
     Program("examples/ops_and_kernels/call_linear.py", "script", note=CPU_ONLY),
