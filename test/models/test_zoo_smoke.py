@@ -6,11 +6,14 @@ its own subprocess (each model built and run on the CPU once, then on "tpu" in s
 fused eager and compiled with torch.compile(backend="tpu")); and a tiny model saved to a folder and loaded with
 `from_pretrained(folder, device_map="tpu")` through accelerate."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
 
 ZOO = Path(__file__).resolve().parent / "zoo.py"
 DIFFUSERS_ZOO = Path(__file__).resolve().parent / "diffusers_zoo.py"
