@@ -213,7 +213,7 @@ constexpr Row kTable[] = {
     {"_foreach_pow", vpu}, {"_foreach_sign", vpu}, {"_foreach_abs", vpu},
     {"_foreach_clamp_min", vpu}, {"_foreach_clamp_max", vpu}, {"_foreach_exp", vpu},
     {"_fused_adam", vpu, 20}, {"_fused_adamw", vpu, 20}, {"_fused_sgd", vpu},
-    // ---- kernels of their own (Kernels.cpp, Recurrent.cpp) ----
+    // ---- kernels of their own (Kernels.cpp, Random.cpp, Recurrent.cpp) ----
     {"_copy_from", 0}, {"fill", writes_only}, {"zero", writes_only},
     {"random", 0, 4},  // the random fills (normal_, uniform_, bernoulli_, ...) are charged as this
     {"histc", 0, 2}, {"_thnn_fused_gru_cell", 0, 3}, {"_thnn_fused_gru_cell_backward", 0, 4},

@@ -59,7 +59,7 @@ def _batch_norm_inference_statistics(sample, expected):
     """Batch norm in inference returns empty saved statistics on the CPU and, on every other
     device, the running mean and rsqrt(running_var + eps) per channel, as PyTorch's meta function
     and decomposition say (fake tensors and compiled graphs expect them). tpu does what the other
-    devices do (aten/Kernels.cpp, native_batch_norm): the CPU's reference gets those statistics."""
+    devices do (aten/BatchNorm.cpp, native_batch_norm): the CPU's reference gets those statistics."""
     args = sample.args
     # (weight, bias, running_mean, running_var, [training,] momentum, eps)
     training = isinstance(args[4], bool) and args[4]

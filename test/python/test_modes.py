@@ -168,7 +168,7 @@ IN_PLACE = {
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 def test_binary_ops_of_same_shape_tensors_match_the_cpu_with_its_strides(mode, dtype):
     # add/sub/mul/div of two same-shape contiguous float tensors (or of one and a Python number)
-    # and the unary float ops skip PyTorch's generic kernel (aten/Kernels.cpp): the result must
+    # and the unary float ops skip PyTorch's generic kernel (aten/Elementwise.cpp): the result must
     # still be the CPU's, values, dtype and strides, for size-1 dimensions (which TensorIterator
     # orders by stride) and empty tensors too.
     shapes = [(), (1,), (5,), (2, 1, 3), (1, 1), (4, 1), (1, 4), (3, 4, 1, 1), (0, 3), (2, 0, 1)]

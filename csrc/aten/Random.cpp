@@ -1,0 +1,124 @@
+// The random ops: the fills drawn from the device generator (normal_, uniform_, bernoulli_.float,
+// random_ and its overloads, exponential_) and dropout (native_dropout, and dropout_on_device,
+// the decomposition fused eager records too: Launch.h). They are one concern because they share
+// one rule: the generator's state advances by what the kernel draws, so every one of them draws
+// from the device generator on the calling thread, after the queued work, and gives the CPU's
+// numbers for a seed in every eager mode (runtime/Generator.h, docs/runtime.md).
+#include "aten/Charge.h"
+#include "aten/Entry.h"
+#include "aten/HostAlias.h"
+#include "aten/Launch.h"
+#include "runtime/Generator.h"
+
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
+#include <torch/library.h>
+
+#include <mutex>
+
+namespace torchtpu::aten {
+
+// (Declared in Launch.h: fused eager's recorder decomposes dropout with it too.)
+std::optional<std::tuple<at::Tensor, at::Tensor>> dropout_on_device(const at::Tensor& input,
+                                                                     double p,
+                                                                     std::optional<bool> train) {
+  if ((train.has_value() && !*train) || !(p > 0 && p < 1) || input.numel() == 0 ||
+      !at::isFloatingType(input.scalar_type()) || !input.device().is_privateuseone()) {
+    return std::nullopt;
+  }
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;  // as inside a kernel
+  at::Tensor noise = at::empty_like(input);  // laid out like the input, as on the CPU
+  noise.bernoulli_(1 - p);
+  at::Tensor output = input.mul(noise.mul(1 / (1 - p)));
+  return std::make_tuple(std::move(output), noise.to(at::kBool));
+}
+
+namespace {
+
+// The name the random fills charge their launches under (charge_vector, Charge.h).
+constexpr char kRandom[] = "aten::random";
+
+// Random fills: the VPU's generator plus the distribution's transform (an assumed 4 units).
+template <typename Fill>
+at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& gen, Fill&& fill) {
+  at::Generator g = gen.has_value() && gen->defined()
+                        ? *gen
+                        : runtime::default_generator(self.device().index());
+  auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
+  // The generator's state advances by what the kernel draws, known only once it ran: random
+  // fills run on the calling thread, after the queued work.
+  wait_for_device(self.device());
+  std::lock_guard<std::mutex> lock(g.mutex());
+  at::Generator host = impl->host_copy();
+  auto alias = host_alias(self);
+  fill(alias, host);
+  impl->assign_from_host(host);
+  charge_vector<kRandom>(self);
+  return self;
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.normal_(mean, std, g); });
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.uniform_(from, to, g); });
+}
+
+at::Tensor& bernoulli_float_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.bernoulli_(p, g); });
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(g); });
+}
+
+at::Tensor& random_to_(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_fill(self, gen, [&](at::Tensor& t, at::Generator& g) { t.random_(to, g); });
+}
+
+at::Tensor& random_from_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                         std::optional<at::Generator> gen) {
+  return random_fill(self, gen,
+                     [&](at::Tensor& t, at::Generator& g) { t.random_(from, to, g); });
+}
+
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  return random_fill(self, gen,
+                     [&](at::Tensor& t, at::Generator& g) { t.exponential_(lambd, g); });
+}
+
+// native_dropout: the mask from the device generator (Launch.h), the other cases as the CPU
+// kernel computes them.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
+                                                  std::optional<bool> train) {
+  if (auto decomposed = dropout_on_device(input, p, train)) return *decomposed;
+  if (train.has_value() && !*train) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  TORCH_CHECK(input.numel() == 0 || at::isFloatingType(input.scalar_type()),
+              "dropout: expected a floating-point input on ", input.device(), ", got ",
+              input.scalar_type());
+  if (input.numel() == 0) return {input, at::empty_like(input)};
+  // p = 0 or p = 1 (nn.functional.dropout does not send these here): the same decomposition.
+  const double keep = 1 - p;
+  at::Tensor noise = at::empty_like(input);
+  noise.bernoulli_(keep);
+  return {input.mul(noise.mul(keep == 0 ? 0.0 : 1 / keep)), noise.to(at::kBool)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("normal_", entry(TORCH_FN(normal_), Capture::random));
+  m.impl("uniform_", entry(TORCH_FN(uniform_), Capture::random));
+  m.impl("bernoulli_.float", entry(TORCH_FN(bernoulli_float_), Capture::random));
+  m.impl("random_", entry(TORCH_FN(random_), Capture::random));
+  m.impl("random_.to", entry(TORCH_FN(random_to_), Capture::random));
+  m.impl("random_.from", entry(TORCH_FN(random_from_), Capture::random));
+  m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
+  m.impl("native_dropout", entry(TORCH_FN(native_dropout), Capture::random));
+}
+
+}  // namespace torchtpu::aten
