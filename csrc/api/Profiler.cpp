@@ -18,8 +18,8 @@
 // autograd profiler's fallback mode records around every op (use_device="tpu").
 #include "runtime/ChipSpec.h"
 #include "runtime/Device.h"
-#include "runtime/HostWait.h"
 #include "runtime/Stream.h"
+#include "runtime/StreamMark.h"
 #include "sim/Ledger.h"
 
 #include <GenericTraceActivity.h>
@@ -36,10 +36,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -189,32 +187,13 @@ REGISTER_PRIVATEUSE1_PROFILER(TpuActivityProfiler);
 // (privateuse1_elapsed_us, FunctionEvent.device_time). Without stubs each op logged
 // "PrivateUse1 used in profiler but not enabled" and the device times were garbage.
 //
-// An event here is a mark on the current stream of the current device, timed when the stream
-// reaches it, as a torch.tpu.Event is (runtime/Stream.cpp): the time between two marks is that
-// of the device work queued between them, as this machine ran it (measured, not the cost
-// model's estimate: that is the TPU activity's timeline above). A mark on an idle stream is
-// reached at once and costs no queue item. Unlike an event's record, a mark does not flush fused
-// eager's recorded ops (profiling would change what fuses): their work is timed in the op that
-// runs them.
-struct ProfilerMark {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  std::chrono::steady_clock::time_point when;
-
-  void complete() {
-    std::lock_guard<std::mutex> lock(mutex);
-    when = std::chrono::steady_clock::now();
-    done = true;
-    cv.notify_all();
-  }
-  std::chrono::steady_clock::time_point reached() {
-    std::unique_lock<std::mutex> lock(mutex);
-    runtime::wait_interruptibly(lock, cv, [&] { return done; });
-    return when;
-  }
-};
-
+// An event here is a mark on the current stream of the current device (runtime/StreamMark.h),
+// timed when the stream reaches it, as a torch.tpu.Event's recording is (the same type): the
+// time between two marks is that of the device work queued between them, as this machine ran it
+// (measured, not the cost model's estimate: that is the TPU activity's timeline above). A mark
+// on an idle stream is reached at once and costs no queue item. Unlike an event's record, a mark
+// does not flush fused eager's recorded ops (profiling would change what fuses): their work is
+// timed in the op that runs them.
 class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
  public:
   void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
@@ -226,7 +205,7 @@ class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
       event->reset();
       return;
     }
-    auto mark = std::make_shared<ProfilerMark>();
+    auto mark = std::make_shared<runtime::StreamMark>();
     runtime::StreamQueue& queue = runtime::queue_of(runtime::current_stream(d));
     if (queue.query()) {
       mark->complete();
@@ -242,8 +221,8 @@ class TpuProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
   float elapsed(const torch::profiler::impl::ProfilerVoidEventStub* start,
                 const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
     if (start == nullptr || end == nullptr || !*start || !*end) return 0;
-    const auto a = static_cast<ProfilerMark*>(start->get())->reached();
-    const auto b = static_cast<ProfilerMark*>(end->get())->reached();
+    const auto a = static_cast<runtime::StreamMark*>(start->get())->reached();
+    const auto b = static_cast<runtime::StreamMark*>(end->get())->reached();
     return b > a ? std::chrono::duration<float, std::micro>(b - a).count() : 0.0f;
   }
 

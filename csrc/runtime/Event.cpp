@@ -1,14 +1,16 @@
-// Stream events (torch.tpu.Event): a recording is a mark its stream's worker completes when it
-// reaches it; waits, queries and elapsed times read the latest recording.
+// Stream events (torch.tpu.Event): a recording is a mark (StreamMark.h) its stream's worker
+// completes when it reaches it; waits, queries and elapsed times read the latest recording.
+// StreamMark itself is implemented here too: the profiler's device events (api/Profiler.cpp)
+// are the same marks.
 #include "runtime/DeferredWork.h"
 #include "runtime/HostWait.h"
 #include "runtime/Stream.h"
+#include "runtime/StreamMark.h"
 
 #include <c10/util/Exception.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 
@@ -24,43 +26,53 @@ void observe(const void* event, const c10::Stream& stream, bool recorded) {
 
 void set_event_observer(EventObserver observer) { g_event_observer.store(observer); }
 
+// ---------------------------------------------------------------------------------------------
+// StreamMark (StreamMark.h)
+
+void StreamMark::complete() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  when_ = std::chrono::steady_clock::now();
+  done_ = true;
+  cv_.notify_all();
+}
+
+void StreamMark::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (on_stream_worker()) {
+    cv_.wait(lock, [&] { return done_; });  // (an event wait enqueued on another stream)
+  } else {
+    wait_interruptibly(lock, cv_, [&] { return done_; });
+  }
+}
+
+bool StreamMark::is_done() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+std::chrono::steady_clock::time_point StreamMark::when() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return when_;
+}
+
+std::chrono::steady_clock::time_point StreamMark::reached() {
+  wait();
+  return when();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events: each recording is a StreamMark
+
 namespace event {
 namespace {
 
-// One recording of an event: completes when its stream's worker reaches it.
-struct Mark {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  std::chrono::steady_clock::time_point when;
-
-  void complete() {
-    std::lock_guard<std::mutex> lock(mutex);
-    when = std::chrono::steady_clock::now();
-    done = true;
-    cv.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (on_stream_worker()) {
-      cv.wait(lock, [&] { return done; });  // (an event wait enqueued on another stream)
-    } else {
-      wait_interruptibly(lock, cv, [&] { return done; });
-    }
-  }
-  bool is_done() {
-    std::lock_guard<std::mutex> lock(mutex);
-    return done;
-  }
-};
-
 struct Event {
   std::mutex mutex;
-  std::shared_ptr<Mark> mark;  // the latest recording; null if never recorded
+  std::shared_ptr<StreamMark> mark;  // the latest recording; null if never recorded
   bool timing = false;
   c10::DeviceIndex device = -1;
 
-  std::shared_ptr<Mark> latest() {
+  std::shared_ptr<StreamMark> latest() {
     std::lock_guard<std::mutex> lock(mutex);
     return mark;
   }
@@ -80,7 +92,7 @@ void record(void** handle, const c10::Stream& stream, c10::EventFlag flag) {
   auto* e = static_cast<Event*>(*handle);
   TORCH_CHECK(e->device == stream.device_index(), "Event recorded on tpu:", int(e->device),
               " cannot be recorded on a stream of tpu:", int(stream.device_index()));
-  auto mark = std::make_shared<Mark>();
+  auto mark = std::make_shared<StreamMark>();
   {
     std::lock_guard<std::mutex> lock(e->mutex);
     e->mark = mark;
@@ -126,7 +138,7 @@ double elapsed_ms(void* start, void* end) {
   TORCH_CHECK(ma && mb, "Both events must be recorded before calculating elapsed time.");
   TORCH_CHECK(ma->is_done() && mb->is_done(),
               "Both events must be completed before calculating elapsed time.");
-  return std::chrono::duration<double, std::milli>(mb->when - ma->when).count();
+  return std::chrono::duration<double, std::milli>(mb->when() - ma->when()).count();
 }
 
 }  // namespace event
