@@ -100,6 +100,18 @@ bool plan_cache_dumps_on_miss() { return defer::plan_cache_dumps_on_miss(); }
 void set_record_locations(bool on) { defer::set_record_locations(on); }
 bool record_locations() { return defer::record_locations(); }
 void set_max_pending_ops(int64_t n) { defer::set_max_pending_ops(n); }
+void set_repeated_ops(const std::string& mode) {
+  defer::set_repeated_ops(mode == "safe"         ? defer::RepeatedOps::safe
+                          : mode == "aggressive" ? defer::RepeatedOps::aggressive
+                                                 : defer::RepeatedOps::off);
+}
+std::string repeated_ops() {
+  switch (defer::repeated_ops()) {
+    case defer::RepeatedOps::safe: return "safe";
+    case defer::RepeatedOps::aggressive: return "aggressive";
+    default: return "off";
+  }
+}
 
 namespace {
 GraphTensor from_defer(const defer::GraphTensor& t) {

@@ -86,6 +86,10 @@ bool plan_cache_dumps_on_miss();
 void set_record_locations(bool on);
 bool record_locations();
 void set_max_pending_ops(int64_t n);
+// Loop detection in fused eager (defer/Defer.h): "off", "safe" or "aggressive"; any other value
+// is off, as TorchTPU reads TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS.
+void set_repeated_ops(const std::string& mode);
+std::string repeated_ops();
 // The pending graph that tensors depend on, described without running or changing it (for
 // torch_tpu._internal.sync.computation_graphviz / computation_mlir). The fields are those of
 // defer/Inspect.h, which says what they mean: nodes in program order, each write of a storage a

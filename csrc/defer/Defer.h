@@ -64,6 +64,13 @@ bool plan_cache_dumps_on_miss();
 // Maximum number of recorded ops before a flush (TORCHTPU_DEFER_MAX_OPS, default 4096).
 void set_max_pending_ops(int64_t n);
 
+// Loop detection (RepeatedOps.cpp; TorchTPU's TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS): off, or
+// the pending graph is flushed where the op stream repeats a sequence of 11 to 128 ops. Setting
+// it clears the window of recorded signatures.
+enum class RepeatedOps : uint8_t { off, safe, aggressive };
+void set_repeated_ops(RepeatedOps mode);
+RepeatedOps repeated_ops();
+
 // Materialization points: reason -> location -> count.
 std::map<std::string, std::map<std::string, int64_t>> materializations();
 void reset_materializations();

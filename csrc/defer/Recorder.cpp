@@ -272,9 +272,10 @@ void classify_elementwise(State& s, Node& node, const aten::OpTraits& traits) {
 }
 
 // Appends the node to the graph, its fingerprint `h` now the graph's; the stack's arguments are
-// replaced by `returned`; at the graph size limit the graph is flushed.
+// replaced by `returned`; where the node ends a repeated sequence (`repeats`, RepeatedOps.cpp)
+// or at the graph size limit the graph is flushed.
 void append_node(State& s, Node node, size_t h, torch::jit::Stack* stack, size_t num_args,
-                 Returned& returned) {
+                 Returned& returned, bool repeats) {
   s.fingerprint = h;
   // (Room for as many nodes as the last graph had: a program recorded again grows no vector.)
   if (s.nodes.capacity() == 0) s.nodes.reserve(std::max<size_t>(64, s.last_graph_size));
@@ -286,6 +287,11 @@ void append_node(State& s, Node node, size_t h, torch::jit::Stack* stack, size_t
   torch::jit::drop(*stack, num_args);
   for (auto& r : returned) stack->push_back(std::move(r));
 
+  if (repeats) {
+    note_materialization(FlushReason::repeated_ops, {}, {});
+    flush_locked(s, FlushReason::repeated_ops);
+    return;
+  }
   // (A program being captured is one graph whatever its size.)
   if (static_cast<int64_t>(s.nodes.size()) >= s.max_ops && !s.capture.active) {
     note_materialization(FlushReason::graph_size_limit, {}, {});
@@ -337,7 +343,10 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
     node.checks_values = true;
     node.elementwise = false;
   }
-  append_node(s, std::move(node), h, stack, num_args, returned);
+  // (A program being captured is one graph, whatever repeats in it.)
+  const bool repeats = s.repeated_ops != RepeatedOps::off && !s.capture.active &&
+                       s.repeats.push(op_signature(name, schema, node.args, node.operands));
+  append_node(s, std::move(node), h, stack, num_args, returned, repeats);
 }
 
 namespace {

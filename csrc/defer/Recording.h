@@ -11,8 +11,10 @@
 //   Recorder.cpp        the entry hook (aten/Entry.h) and the recording of one node
 //   Flush.cpp           taking the graph to run it (Lowering.cpp), materialization points
 //   Programs.cpp        compiled programs (Program.h): capture, lowering and replay
+//   RepeatedOps.cpp     loop detection: the graph cut where the op stream repeats itself
 #include "aten/Entry.h"
 #include "aten/OpTraits.h"
+#include "defer/Defer.h"
 #include "defer/Graph.h"
 #include "runtime/DeferredWork.h"
 #include "runtime/Env.h"
@@ -23,6 +25,7 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +42,20 @@ namespace torchtpu::defer {
 // ---------------------------------------------------------------------------------------------
 // The pending graph's state
 
+// The loop detection set by TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS when the process starts
+// (RepeatedOps.cpp).
+RepeatedOps initial_repeated_ops();
+
+// The signatures of the last recorded ops, searched for a repetition (RepeatedOps.cpp).
+struct RepeatWindow {
+  std::deque<size_t> history;
+  size_t sleep = 0;      // ops to record before the next search
+  size_t last_body = 0;  // the length of the last repetition found, tried first
+  // Appends an op's signature; true when it ends a sequence repeated twice in a row.
+  bool push(size_t signature);
+  void reset();
+};
+
 struct State {
   std::recursive_mutex mutex;
   std::vector<Node> nodes;
@@ -53,6 +70,8 @@ struct State {
   std::atomic<bool> any_pending{false};
   uint64_t next_id = 1;
   int64_t max_ops = runtime::env::get_int("TORCHTPU_DEFER_MAX_OPS").value_or(4096);
+  RepeatedOps repeated_ops = initial_repeated_ops();
+  RepeatWindow repeats;
   std::mutex stats_mutex;
   std::map<std::string, std::map<std::string, int64_t>> materializations;
   // The compiled program being captured (Program.h): the thread capturing it, and why it
@@ -201,6 +220,14 @@ void flush_locked(State& s, runtime::FlushReason reason);
 // `name`), then memory for its pending arguments.
 void prepare_to_run(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack,
                     runtime::FlushReason reason, const std::string& name = {});
+
+// ---------------------------------------------------------------------------------------------
+// RepeatedOps.cpp
+
+// What makes two recorded ops the same op of a loop body: the name, the non-scalar arguments,
+// the operands' sizes and dtypes (not their values, strides or places in the graph).
+size_t op_signature(const std::string& name, const c10::FunctionSchema& schema,
+                    const torch::jit::Stack& args, const std::vector<Operand>& operands);
 
 // ---------------------------------------------------------------------------------------------
 // Programs.cpp: the capture of a compiled program (Program.h)

@@ -332,6 +332,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("defer_set_record_locations", [](bool on) { api::set_record_locations(on); });
   m.def("defer_record_locations", [] { return api::record_locations(); });
   m.def("defer_set_max_pending_ops", [](int64_t n) { api::set_max_pending_ops(n); });
+  m.def("defer_set_repeated_ops", [](const std::string& mode) { api::set_repeated_ops(mode); });
+  m.def("defer_repeated_ops", [] { return api::repeated_ops(); });
   // The pending graph behind tensors (api::describe_pending): plain dicts and lists, for
   // torchtpu/_torch_tpu/_internal/sync/_graph.py.
   m.def(

@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 23> kPolicies = {{
+constexpr std::array<FlushPolicy, 24> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -20,6 +20,7 @@ constexpr std::array<FlushPolicy, 23> kPolicies = {{
     {"uint16/32/64 op the CPU kernel may lack (run at once)", true, true},
     {"custom op without a tpu kernel", false, true},
     {"graph size limit", false, false},
+    {"repeated ops", false, true},
     {"memory pressure", false, false},
     {"storage access", false, false},
     {"storage resize", false, true},

@@ -23,6 +23,10 @@ enum class FlushReason : uint8_t {
   foreign_op,      // an op torchtpu has no kernel for, which may read device memory itself
   // the graph itself
   graph_size_limit,
+  // the op stream repeated a sequence (defer/RepeatedOps.cpp); the host waits for the graph, a
+  // loop body, before recording the next: recorded while the graph runs, the next body only
+  // competes with its kernels for the host's cores (benchmarks/loop_detection.py)
+  repeated_ops,
   memory_pressure,
   storage_access,
   storage_resize,

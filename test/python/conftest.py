@@ -47,6 +47,17 @@ def pytest_collection_modifyitems(config, items):
                 reason="sets its eager mode itself: the strict tier runs each of its modes"))
 
 
+@pytest.fixture
+def no_loop_detection():
+    """Fused eager's loop detection off for the test (docs/eager-modes.md, "Loops that read
+    nothing"): for tests that count the plans, graphs or launches of code that repeats, which
+    loop detection would cut at other places (its window of recorded ops is kept across graphs
+    and tests)."""
+    detection = torchtpu.debug.detect_repeated_ops("off")
+    yield
+    torchtpu.debug.detect_repeated_ops(detection)
+
+
 @pytest.fixture(autouse=True)
 def _clean_state():
     """Each test starts on tpu:0, default streams, and the fallback and eager modes of the tier

@@ -5,8 +5,9 @@ as an optimizer's step makes, and functional ones), broadcasting, non-contiguous
 inputs, mixed dtypes, random ops (dropout, bernoulli_, randperm, randn on the device) interleaved
 with draws from the CPU generator, torch.save/torch.load and copy.deepcopy of tensors not computed
 yet, and errors raised inside the graph (an index out of range) run on the CPU and on "tpu" in
-debug, strict and fused eager; every value, every error and every host read of the program must
-match the CPU's.
+debug, strict and fused eager (in fused eager also three times in a row, as a loop whose body
+loop detection finds); every value, every error and every host read of the program must match
+the CPU's.
 
     python test/python/defer_fuzz.py --programs 2000          # the long run
     python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
@@ -357,7 +358,18 @@ def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show:
             reference = run_program(program, "cpu", seed, values=seed + 100_000)
         except (RuntimeError, IndexError):
             return None  # (these values make the CPU refuse it)
-        return compare(seed, program, "fused", reference, values=seed + 100_000)
+        err = compare(seed, program, "fused", reference, values=seed + 100_000)
+        if err:
+            return err
+        # The program's steps three times in a row: a loop, whose body fused eager's loop
+        # detection finds where the steps read nothing (docs/eager-modes.md, "Loops that read
+        # nothing"), cutting the graph where the body repeats.
+        looped = (program[0], list(program[1]) * 3)
+        try:
+            reference = run_program(looped, "cpu", seed)
+        except (RuntimeError, IndexError):
+            return None
+        return compare(seed, looped, "fused", reference)
     return None
 
 

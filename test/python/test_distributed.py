@@ -256,9 +256,11 @@ def test_two_nodes_meet_through_torchruns_rendezvous():
 
 @pytest.mark.parametrize("how", ["own stream", "own stream, waited", "own stream, event waited",
                                  "compute stream"])
-def test_a_collective_on_its_own_stream_hides_behind_the_compute_of_the_others(how):
+def test_a_collective_on_its_own_stream_hides_behind_the_compute_of_the_others(how, no_loop_detection):
     """The ICI runs beside the TensorCore (sim/Ledger.h): a collective on a stream of its own
-    overlaps the compute issued after it on the other streams, until they wait for it."""
+    overlaps the compute issued after it on the other streams, until they wait for it. (It
+    compares the launches of two runs of the same matmuls, which loop detection would cut at
+    other places: its window is kept across runs.)"""
     from torchtpu import _C
 
     x = torch.randn(512, 512, device="tpu")

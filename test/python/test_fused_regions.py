@@ -85,13 +85,15 @@ def test_fused_loop_runs_adamw_ops_bit_exact_with_the_cpu():
         assert torch.equal(x, y)
 
 
-def test_a_small_models_adamw_records_each_foreach_op_as_one_node_with_plans_cached():
+def test_a_small_models_adamw_records_each_foreach_op_as_one_node_with_plans_cached(
+        no_loop_detection):
     """Over tensors no larger than a fused region's block, an in-place foreach op is recorded as
     one node and runs at the flush as strict eager runs it (one launch over its lists): AdamW
     over 24 small parameters recorded 192 per-tensor ops, about 0.3 ms per step of recording
     and flushing that fused nothing (docs/host-speed.md, "Foreach ops as one launch"). Its
     Scalar[] arguments (AdamW's step sizes, new every step) are values of the run, not of the
-    plan: the graph of every later step is the cached one. Results bit for bit the CPU's."""
+    plan: the graph of every later step is the cached one. Results bit for bit the CPU's. (It
+    counts the nodes of each step's graph, cut at its read: loop detection is off.)"""
     if torchtpu.get_eager_mode() != "fused":
         pytest.skip("fused eager's recording")
 
