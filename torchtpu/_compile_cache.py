@@ -1,7 +1,7 @@
-"""The compilation cache on disk of ``torch.compile(backend="tpu")`` (``TORCHTPU_CACHE_DIR``;
-docs/compiled-mode.md).
+"""The compilation cache on disk of ``torch.compile(backend="tpu")`` (``TORCHTPU_CACHE_DIR``, or
+Google TorchTPU's tier-2 and tier-3 caches: ``_cache_location.py``; docs/compiled-mode.md).
 
-With ``TORCHTPU_CACHE_DIR`` set, the ATen graphs AOTAutograd makes of a Dynamo graph are kept on
+With the cache on, the ATen graphs AOTAutograd makes of a Dynamo graph are kept on
 disk by PyTorch's own AOTAutograd cache, in its bundled form (the graphs travel inside the
 entry, as ``TpuOutputCode``), keyed by the Dynamo graph, the inputs' metadata, the autograd
 state and configuration, torch's version and this torchtpu build. A second process that traces
@@ -11,12 +11,13 @@ bytecode tracing runs in every process (PyTorch keeps no cache of it outside its
 precompile). Hits, misses and bypasses are counted (``torchtpu.metrics.compiled()["cache"]``).
 
 This module imports Inductor's ``output_code`` (the base class of what the AOTAutograd cache
-keeps); the backend imports it only when the directory is set.
+keeps); the backend imports it only when the cache is on.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 
 import torch
 import torch._functorch.config as functorch_config
@@ -26,7 +27,7 @@ from torch._functorch._aot_autograd import autograd_cache
 from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCacheDetails
 from torch._inductor.output_code import OutputCode
 
-from . import _C
+from . import _C, _cache_location
 
 _build = None  # this build's subdirectory name
 _aot = None  # aot_autograd with cacheable compilers
@@ -34,16 +35,12 @@ _options = None  # the CompileOptions of the compile() running (not saved: entri
 _on_graph = None  # the caller's hook of the compile() running (tpu_backend's on_graph)
 
 
-def directory():
-    """The directory of this build's entries, or None without TORCHTPU_CACHE_DIR."""
-    root = os.environ.get("TORCHTPU_CACHE_DIR")
-    if not root:
-        return None
+def _build_name() -> str:
+    """This build's subdirectory: torch's version and the size and time of torchtpu's Python files
+    and libraries (its meta kernels shape AOTAutograd's graphs): another build's entries are never
+    read."""
     global _build
     if _build is None:
-        # The build: torch's version and the size and time of torchtpu's Python files and
-        # libraries (its meta kernels shape AOTAutograd's graphs): another build's entries are
-        # never read.
         import glob
 
         package = os.path.dirname(os.path.abspath(__file__))
@@ -52,7 +49,78 @@ def directory():
         key = torch.__version__ + "".join(
             f"|{f}:{os.stat(f).st_size}:{os.stat(f).st_mtime_ns}" for f in files)
         _build = "build-" + hashlib.sha256(key.encode()).hexdigest()[:16]
-    return os.path.join(os.path.abspath(root), _build)
+    return _build
+
+
+def _build_dir(root: str | None) -> str | None:
+    return None if root is None else os.path.join(os.path.abspath(root), _build_name())
+
+
+def directory():
+    """The directory of this build's entries the cache works in, or None when it is off
+    (_cache_location.py says which variables choose it)."""
+    return _build_dir(_cache_location.location().working)
+
+
+def _entry_dir(build_dir: str, key: str) -> str:
+    return os.path.join(build_dir, "aotautograd", key)  # (PyTorch's AOTAutogradCache layout)
+
+
+def _copy_entries(source: str, target: str) -> int:
+    """Copies the entry files of one key that `target` lacks (each written under a temporary
+    name, then renamed: a reader never sees half a file); returns how many."""
+    if not os.path.isdir(source):
+        return 0
+    os.makedirs(target, exist_ok=True)
+    copied = 0
+    for name in os.listdir(source):
+        if name.startswith(".") or os.path.exists(os.path.join(target, name)):
+            continue
+        tmp = os.path.join(target, f".{name}.{os.getpid()}.tmp")
+        shutil.copyfile(os.path.join(source, name), tmp)
+        os.replace(tmp, os.path.join(target, name))
+        copied += 1
+    return copied
+
+
+class _Tiers:
+    """One compilation's use of a working (tier-2) directory and a kept one: before the lookup the
+    key's entries missing from the working directory are read from the kept one; the key is
+    locked in the working directory until the compilation ends, so that the host's processes
+    compiling the same graph compile it once (the others wait, then load it); after it, new
+    entries are written to the kept directory."""
+
+    def __init__(self, working: str, kept: str | None):
+        self.working, self.kept = working, kept
+        self.key = None
+        self._lock = None
+
+    def on_key(self, key: str) -> None:
+        import fcntl
+
+        self.key = key
+        os.makedirs(os.path.join(self.working, "aotautograd"), exist_ok=True)
+        self._lock = open(_entry_dir(self.working, key) + ".lock", "a")
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        if self.kept is not None:
+            read = _copy_entries(_entry_dir(self.kept, key), _entry_dir(self.working, key))
+            if read:
+                _C.metrics_count("compile.cache_kept_reads", read)
+
+    def finish(self) -> None:
+        try:
+            if self.key is not None and self.kept is not None:
+                written = _copy_entries(_entry_dir(self.working, self.key),
+                                        _entry_dir(self.kept, self.key))
+                if written:
+                    _C.metrics_count("compile.cache_kept_writes", written)
+        finally:
+            if self._lock is not None:
+                self._lock.close()  # (releases the lock)
+                self._lock = None
+
+
+_tiers = None  # the _Tiers of the compile() running, with a tier-2 directory
 
 
 class TpuOutputCode(OutputCode):
@@ -141,11 +209,14 @@ def _cache_key(mod, example_inputs, aot_config, compiler_config_extra=None):
         with cache.sanitize_gm_for_cache(gm):
             cache.check_cacheable(gm)
             details = _KeyDetails(gm, example_inputs, aot_config, {})
-            return "tpu" + cache.AOTAutogradCachePickler(gm).get_hash(details), []
+            key = "tpu" + cache.AOTAutogradCachePickler(gm).get_hash(details)
     except Exception as e:
         global _bypass_reason
         _bypass_reason = f"{type(e).__name__}: {str(e)[:160]}"
         raise
+    if _tiers is not None:
+        _tiers.on_key(key)
+    return key, []
 
 
 class _KeyDetails(AOTAutogradCacheDetails):
@@ -172,14 +243,18 @@ def compile(gm, example_inputs, options, on_graph=None):
     only (the backward compiled now, not at the first backward, so that the entry is complete
     when it is saved); hits, misses, bypasses and saves counted. ``options`` (CompileOptions)
     apply to the programs made of the graphs, saved or loaded: they are not part of an entry."""
-    global _aot, _bypass_reason, _options, _on_graph
+    global _aot, _bypass_reason, _options, _on_graph, _tiers
     if _aot is None:
         _aot = _cacheable_aot()
     _bypass_reason = None
     _options, _on_graph = options, on_graph
     before = dict(counters["aot_autograd"])
+    where = _cache_location.location()
+    working = _build_dir(where.working)
+    if where.tier2:
+        _tiers = _Tiers(working, _build_dir(where.kept))
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory()  # (where the AOTAutograd cache works)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = working  # (where the AOTAutograd cache works)
     pytorch_key = autograd_cache.autograd_cache_key
     autograd_cache.autograd_cache_key = _cache_key  # (looked up there by AOTAutogradCache.try_load)
     try:
@@ -188,6 +263,9 @@ def compile(gm, example_inputs, options, on_graph=None):
                 inductor_config.patch(fx_graph_cache=True):
             return _aot(gm, example_inputs)
     finally:
+        if _tiers is not None:
+            _tiers.finish()
+            _tiers = None
         _options = _on_graph = None
         autograd_cache.autograd_cache_key = pytorch_key
         if old is None:

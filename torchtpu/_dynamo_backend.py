@@ -11,7 +11,8 @@ without dispatching or recording any op, charged to the cost model as one launch
 ops cannot all be recorded (a random op, a host read, a CPU fallback) runs op by op, with the
 reason counted. Every graph compiled, its ATen ops, programs, replays, the compile time, graph
 breaks and recompilations are counted (``torchtpu.metrics.compiled()``). With
-``TORCHTPU_CACHE_DIR`` set, AOTAutograd's graphs are kept on disk (``_compile_cache.py``).
+the disk cache on (``TORCHTPU_CACHE_DIR`` or TorchTPU's tier-2/tier-3 variables,
+``_cache_location.py``), AOTAutograd's graphs are kept on disk (``_compile_cache.py``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import time
 
 import torch
 
-from . import _C
+from . import _C, _cache_location
 
 _aots = {}  # aot_autograd with this backend's compilers, per set of options
 
@@ -553,13 +554,13 @@ def tpu_backend(gm, example_inputs, mode=None, options=None, *, on_graph=None, d
     ``TpuBackend``, torchtpu/_torch_tpu/_internal/compile/_backend.py): ``on_graph`` is called
     with each ATen graph's ``_GraphProgram`` when it is made (a backward one at the first
     backward), and ``disk_cache=False`` keeps this Dynamo graph out of the disk cache
-    (``TORCHTPU_CACHE_DIR``)."""
+    (``_cache_location.py``)."""
     opts = CompileOptions(mode, options) if (mode or options) else _DEFAULT_OPTIONS
     _count("compile.dynamo_graphs")
     if _run_on_annotated_streams(gm):
         return _on_streams(gm)
     start = time.perf_counter_ns()  # AOTAutograd's tracing and partitioning, and the compilers
-    if not (disk_cache and os.environ.get("TORCHTPU_CACHE_DIR")):
+    if not (disk_cache and _cache_location.enabled()):
         aot = _aots.get(opts.key()) if on_graph is None else None
         if aot is None:
             from torch._dynamo.backends.common import aot_autograd

@@ -160,13 +160,18 @@ def compiled() -> dict:
         "padding_s": c.get("compile.padding_ns", 0) * 1e-9,
         "buckets_unpriced": {k[len("compile.buckets_unpriced."):]: v for k, v in c.items()
                              if k.startswith("compile.buckets_unpriced.")},
-        # the compilation cache on disk (TORCHTPU_CACHE_DIR): Dynamo graphs whose ATen graphs
-        # were loaded (hits), compiled (misses) and saved, and those it could not key (bypasses)
+        # the compilation cache on disk (TORCHTPU_CACHE_DIR, TorchTPU's tiers): Dynamo graphs
+        # whose ATen graphs were loaded (hits), compiled (misses) and saved, and those it could
+        # not key (bypasses)
         "cache": {
             "directory": _compile_cache_directory(),
             "hits": c.get("compile.cache_hits", 0),
             "misses": c.get("compile.cache_misses", 0),
             "saved": c.get("compile.cache_saved", 0),
+            # entry files read from / written to the directory kept across runs, with a tier-2
+            # working directory (torchtpu/_cache_location.py)
+            "kept_reads": c.get("compile.cache_kept_reads", 0),
+            "kept_writes": c.get("compile.cache_kept_writes", 0),
             "bypasses": {k[len("compile.cache_bypass."):]: v for k, v in c.items()
                          if k.startswith("compile.cache_bypass.")},
         },

@@ -17,8 +17,9 @@ launch each. What TorchTPU's arguments mean here:
   (``_compiled_executables[i].graph_module_debug_str`` / ``.mlir_text``, compiler.py), and the
   disk cache is not used, as TorchTPU's debug mode skips its cache.
 - ``enable_serialization``: TorchTPU's AOTAutograd cache entries; here torchtpu's disk cache of
-  AOTAutograd's graphs, used when ``TORCHTPU_CACHE_DIR`` is set (docs/compiled-mode.md, "The
-  compilation cache"); False keeps this backend's graphs out of it.
+  AOTAutograd's graphs, used when it is on (``TORCHTPU_CACHE_DIR`` or TorchTPU's tier-2/tier-3
+  variables; docs/compiled-mode.md, "The compilation cache"); False keeps this backend's graphs
+  out of it.
 - ``options={"async_compile": True}``: TorchTPU compiles in the background and the first call
   raises ``AsyncCompilationSubmitted`` instead of running. Here the graphs are compiled when
   Dynamo hands them over, before that first call, which still raises as TorchTPU's does, so the
