@@ -97,6 +97,8 @@ def transformer_case(quick, device):
 MXU_WORK = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_int_mm",
             "aten::mv", "aten::addmv", "aten::dot", "aten::convolution_overrideable",
             "aten::convolution_backward_overrideable",
+            "aten::_scaled_dot_product_flash_attention",
+            "aten::_scaled_dot_product_flash_attention_backward",
             "aten::_scaled_dot_product_fused_attention_overrideable",
             "aten::_scaled_dot_product_fused_attention_overrideable_backward"}
 

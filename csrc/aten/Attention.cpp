@@ -1,5 +1,8 @@
-// Fused attention on the simulated MXU (scaled_dot_product_attention's "overrideable" backend,
-// forward and backward), and the results its meta kernels give fused eager and dry runs.
+// Fused attention on the simulated MXU, forward and backward: one implementation behind two of
+// PyTorch's entry points, its flash-attention ops (what scaled_dot_product_attention takes where
+// CUDA's flash rules apply: no mask) and its "overrideable" ops (masks, biases, value heads of
+// another size); scaled_dot_product_attention's choice between them; and the results their meta
+// kernels give fused eager and dry runs.
 
 // The CPU kernels PyTorch's x86-64 wheels build (AVX2 and AVX512 variants besides the default):
 // DispatchStub's call then names the entry point libtorch_cpu exports, which lets the fused
@@ -31,6 +34,7 @@
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/native/Resize.h>
@@ -43,6 +47,7 @@
 #include <ATen/ops/dot.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/scaled_dot_product_attention_compositeimplicitautograd_dispatch.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/vdot.h>
 #include <torch/library.h>
@@ -51,17 +56,19 @@ namespace torchtpu::aten {
 namespace {
 
 // Fused attention (docs/simulated-chip.md, "Fused attention"). scaled_dot_product_attention on
-// tpu picks PyTorch's "overrideable" backend (_fused_sdp_choice) when it can: 4-D inputs (key
-// and value heads dividing the query heads: grouped-query attention), no dropout, float32 /
-// bfloat16 / float16. The forward is one launch that never writes the L x S score matrix to HBM:
-// flash-style, each block of query rows runs QK^T, an online softmax and PV in VMEM, so HBM moves
-// Q, K, V, the mask, the output and the row log-sum-exp; the backward recomputes the scores from
-// those (five products). The host computes it with PyTorch's CPU flash-attention kernels; Q, K
-// and V (and the output gradient) enter them as the MXU's passes take them at the current
-// precision (default: rounded to bf16), the probabilities in float32. A float mask (an attention
-// bias) that requires its gradient takes the same kernels: the backward also writes the bias's
-// gradient, the scores' gradient summed over the dimensions the bias broadcasts over
-// (attention_bias_grad), as CUDA's memory-efficient attention kernel gives it.
+// tpu picks PyTorch's flash backend where CUDA's flash rules apply (no mask: flash_attention_fits)
+// and its "overrideable" backend for the rest it can take: 4-D inputs (key and value heads
+// dividing the query heads: grouped-query attention), no dropout, float32 / bfloat16 / float16.
+// Both entry points run the one implementation below. The forward is one launch that never
+// writes the L x S score matrix to HBM: flash-style, each block of query rows runs QK^T, an
+// online softmax and PV in VMEM, so HBM moves Q, K, V, the mask, the output and the row
+// log-sum-exp; the backward recomputes the scores from those (five products). The host computes
+// it with PyTorch's CPU flash-attention kernels; Q, K and V (and the output gradient) enter them
+// as the MXU's passes take them at the current precision (default: rounded to bf16), the
+// probabilities in float32. A float mask (an attention bias) that requires its gradient takes
+// the same kernels: the backward also writes the bias's gradient, the scores' gradient summed
+// over the dimensions the bias broadcasts over (attention_bias_grad), as CUDA's memory-efficient
+// attention kernel gives it.
 
 // K and V of one (batch, head) are read from HBM once when they fit half of VMEM; otherwise
 // once per block of 512 query rows.
@@ -157,18 +164,82 @@ bool fused_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Te
   return true;
 }
 
-int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
-                         std::optional<double> scale, bool enable_gqa) {
+bool heads_match(const at::Tensor& q, const at::Tensor& k, bool enable_gqa) {
+  return q.dim() != 4 || k.dim() != 4 || enable_gqa || q.sym_size(1) == k.sym_size(1);
+}
+
+// CUDA's flash-attention rules (sdp_utils.cpp, use_flash_attention), less what is about the GPU:
+// no explicit mask (is_causal is the one mask flash takes), one head size for query, key and
+// value, non-empty sequences, no causal mask over query and key lengths that differ (CUDA's flash
+// kernel aligns it to the bottom right, the math path to the top left), and the heads CUDA's flash
+// takes: the same for all three, or key/value heads dividing the query heads with enable_gqa.
+// Unlike CUDA's: float32 too (the MXU takes it as its passes), no bound on the head size (CUDA's
+// 256 is its shared memory's) and no dropout (tpu has no dropout kernel: the math path takes it).
+// On top of what the fused kernel takes at all (fused_attention_fits). Sizes compared as SymInts
+// (see fused_attention_fits).
+bool flash_attention_fits(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                          bool enable_gqa) {
+  if ((mask.has_value() && mask->defined()) || !heads_match(q, k, enable_gqa) ||
+      !fused_attention_fits(q, k, v, mask, dropout_p) || k.device() != q.device() ||
+      v.device() != q.device()) {
+    return false;
+  }
+  const c10::SymIntArrayRef qs = q.sym_sizes(), ks = k.sym_sizes(), vs = v.sym_sizes();
+  if (vs[3] != qs[3]) return false;
+  if (is_causal && qs[2] != ks[2]) return false;
+  // (empty sequences: checked on concrete sizes; a traced symbolic size is at least 2)
+  const bool symbolic = q.unsafeGetTensorImpl()->has_symbolic_sizes_strides() ||
+                        k.unsafeGetTensorImpl()->has_symbolic_sizes_strides();
+  return symbolic || (q.size(2) > 0 && k.size(2) > 0);
+}
+
+// The backend scaled_dot_product_attention takes on tpu. `flash`: whether the flash backend may be
+// chosen. PyTorch's composite scaled_dot_product_attention, which asks the PrivateUse1 dispatch
+// stub, sends the flash choice to the CPU's op (_scaled_dot_product_flash_attention_for_cpu) for
+// every device but CUDA and XPU (attention.cpp): the stub never answers flash, and torchtpu's own
+// scaled_dot_product_attention kernel (below) calls PyTorch's flash op itself where flash applies.
+int64_t sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                   const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                   bool enable_gqa, bool flash) {
   const auto& context = at::globalContext();
-  const bool heads_ok =
-      q.dim() != 4 || k.dim() != 4 || enable_gqa || q.sym_size(1) == k.sym_size(1);
-  if (context.userEnabledOverrideableSDP() && heads_ok &&
+  if (flash && context.userEnabledFlashSDP() &&
+      flash_attention_fits(q, k, v, mask, dropout_p, is_causal, enable_gqa)) {
+    return static_cast<int64_t>(at::SDPBackend::flash_attention);
+  }
+  if (context.userEnabledOverrideableSDP() && heads_match(q, k, enable_gqa) &&
       fused_attention_fits(q, k, v, mask, dropout_p)) {
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   }
   return static_cast<int64_t>(context.userEnabledMathSDP() ? at::SDPBackend::math
                                                            : at::SDPBackend::error);
+}
+
+// torch._fused_sdp_choice on tpu tensors: the backend scaled_dot_product_attention takes.
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> /*scale*/, bool enable_gqa) {
+  return sdp_choice(q, k, v, mask, dropout_p, is_causal, enable_gqa, /*flash=*/true);
+}
+
+// scaled_dot_product_attention on tpu tensors, registered for AutogradPrivateUse1 (calls that
+// record gradients) and PrivateUse1 (inference mode, and below a dispatch mode), in place of
+// PyTorch's composite implementation: where flash applies it calls PyTorch's flash op, as the
+// composite does on CUDA (through autograd, whose derivative of it is
+// _scaled_dot_product_flash_attention_backward); every other call goes to the composite, which
+// asks the stub and takes the overrideable op or the math path. No device work of its own: not a
+// kernel entry (the ops it calls enter torchtpu, and are recorded or run, themselves).
+at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k,
+                                        const at::Tensor& v, const std::optional<at::Tensor>& mask,
+                                        double dropout_p, bool is_causal,
+                                        std::optional<double> scale, bool enable_gqa) {
+  if (sdp_choice(q, k, v, mask, dropout_p, is_causal, enable_gqa, /*flash=*/true) ==
+      static_cast<int64_t>(at::SDPBackend::flash_attention)) {
+    return std::get<0>(at::_scaled_dot_product_flash_attention(
+        q, k, v, dropout_p, is_causal, /*return_debug_mask=*/false, scale));
+  }
+  return at::compositeimplicitautograd::scaled_dot_product_attention(q, k, v, mask, dropout_p,
+                                                                     is_causal, scale, enable_gqa);
 }
 
 // Grouped-query attention: query head h reads key/value head h / group. The host kernel takes
@@ -290,24 +361,36 @@ at::Tensor attention_bias_grad(const at::Tensor& grad_out, const at::Tensor& q, 
   return at::sum_to(ds, h_bias.sizes()).reshape(bias.sizes()).to(bias.scalar_type());
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor,
-           at::Tensor, at::Tensor>
-fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal,
-                bool return_debug_mask, std::optional<double> scale) {
-  TORCH_CHECK(fused_attention_fits(q, k, v, attn_bias, dropout_p),
-              "_scaled_dot_product_fused_attention_overrideable on tpu takes 4-D float32, "
-              "bfloat16 or float16 query, key and value (key/value heads dividing the query "
-              "heads), no dropout and a mask of at most 4 dimensions; "
+// The two entry points' names and what differs between them: their results laid out as
+// PyTorch's meta kernel of each lays them out (torch.compile plans with those; fused eager with
+// attention_meta_results, below, which gives the same).
+struct AttentionOp {
+  const std::string& name;
+  bool flash;  // _scaled_dot_product_flash_attention (else the overrideable op)
+};
+const std::string kOverrideable = "aten::_scaled_dot_product_fused_attention_overrideable";
+const std::string kOverrideableBackward =
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward";
+const std::string kFlash = "aten::_scaled_dot_product_flash_attention";
+const std::string kFlashBackward = "aten::_scaled_dot_product_flash_attention_backward";
+
+using AttentionResults = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt,
+                                    c10::SymInt, at::Tensor, at::Tensor, at::Tensor>;
+
+AttentionResults attention_forward(const AttentionOp& op, const at::Tensor& q, const at::Tensor& k,
+                                   const at::Tensor& v, const std::optional<at::Tensor>& attn_bias,
+                                   double dropout_p, bool is_causal, bool return_debug_mask,
+                                   std::optional<double> scale) {
+  TORCH_CHECK(fused_attention_fits(q, k, v, attn_bias, dropout_p), op.name.substr(6),
+              " on tpu takes 4-D float32, bfloat16 or float16 query, key and value (key/value "
+              "heads dividing the query heads), no dropout and a mask of at most 4 dimensions; "
               "scaled_dot_product_attention picks the math path otherwise");
   TORCH_CHECK(!return_debug_mask, "tpu's fused attention keeps no attention weights "
               "(return_debug_mask=True): use the math path");
   const at::Tensor mask = attn_bias.has_value() ? *attn_bias : at::Tensor();
-  check_same_device("aten::_scaled_dot_product_fused_attention_overrideable",
-                    {&q, &k, &v, mask.defined() ? &mask : nullptr});
+  check_same_device(op.name.c_str(), {&q, &k, &v, mask.defined() ? &mask : nullptr});
   wait_for_device(q.device());
-  static const std::string kName = "aten::_scaled_dot_product_fused_attention_overrideable";
-  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
+  const runtime::metrics::HostTime timed(op.name, /*lasting=*/true);
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
   if (mask.defined()) h_mask = host_attention_mask(mask);
@@ -315,7 +398,8 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   const int64_t head = std::max(q.size(-1), v.size(-1));
   std::vector<int64_t> out_sizes = q.sizes().vec();
   out_sizes.back() = v.size(-1);
-  at::Tensor out = device_like(q, out_sizes);
+  // (flash: one head size, the output laid out as empty_like(query), as PyTorch's meta kernel)
+  at::Tensor out = op.flash ? at::empty_like(q) : device_like(q, out_sizes);
   at::Tensor lse = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
   bool in_place = false;
 #ifdef TORCHTPU_FLASH_STUBS
@@ -338,31 +422,65 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     host_alias(out).copy_(h_out.narrow(-1, 0, v.size(-1)));
     host_alias(lse).copy_(h_lse);
   }
-  sim::record("aten::_scaled_dot_product_fused_attention_overrideable",
-              attention_estimate(q, k, v, mask, false));
+  sim::record(op.name, attention_estimate(q, k, v, mask, false));
   // (no dropout: the generator's seed and offset are never read, and left unset as CUDA's flash
-  // kernel leaves them; filling them would cost two launches)
+  // kernel leaves them; filling them would cost two launches. The flash op's are shaped as its
+  // meta kernel shapes them, with an empty debug mask.)
+  if (op.flash) {
+    const auto seed_options = q.options().dtype(at::kUInt64);
+    return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
+            at::empty({2}, seed_options), at::empty({}, seed_options), at::empty({0}, q.options())};
+  }
   const auto seed_options = q.options().dtype(at::kLong);
   return {out, lse, at::Tensor(), at::Tensor(), c10::SymInt(q.size(2)), c10::SymInt(k.size(2)),
           at::empty({}, seed_options), at::empty({}, seed_options), at::Tensor()};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
-    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-    const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
-    const at::Tensor& logsumexp, const at::Tensor& cum_seq_q, const at::Tensor& cum_seq_k,
-    c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
-    const at::Tensor& philox_seed, const at::Tensor& philox_offset, std::optional<double> scale) {
+AttentionResults fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 const std::optional<at::Tensor>& attn_bias, double dropout_p,
+                                 bool is_causal, bool return_debug_mask,
+                                 std::optional<double> scale) {
+  return attention_forward({kOverrideable, false}, q, k, v, attn_bias, dropout_p, is_causal,
+                           return_debug_mask, scale);
+}
+
+// PyTorch's flash op, called directly or by scaled_dot_product_attention: what CUDA's flash kernel
+// takes (one head size; its meta kernel sizes the output as the query), and no causal mask over
+// lengths that differ, which CUDA's kernel aligns to the bottom right where tpu's kernel (the
+// math path's alignment) would silently differ.
+// (Also made where fused eager sizes the op, so that the error is raised at the call.)
+void check_flash_call(const std::string& name, const at::Tensor& q, const at::Tensor& k,
+                      const at::Tensor& v, bool is_causal) {
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && v.size(-1) == q.size(-1) &&
+                  k.size(-1) == q.size(-1),
+              name.substr(6), " on tpu takes 4-D query, key and value of one head size; "
+              "scaled_dot_product_attention takes the fused kernel for others");
+  TORCH_CHECK(!is_causal || q.size(2) == k.size(2), name.substr(6), " on tpu: is_causal with ",
+              q.size(2), " query and ", k.size(2), " key positions (CUDA's flash kernel aligns "
+              "that mask to the bottom right, scaled_dot_product_attention's math path to the top "
+              "left); call scaled_dot_product_attention, which takes the fused kernel with the "
+              "top-left mask");
+}
+
+AttentionResults flash_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 double dropout_p, bool is_causal, bool return_debug_mask,
+                                 std::optional<double> scale) {
+  check_flash_call(kFlash, q, k, v, is_causal);
+  return attention_forward({kFlash, true}, q, k, v, std::nullopt, dropout_p, is_causal,
+                           return_debug_mask, scale);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> attention_backward(
+    const std::string& name, const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+    const at::Tensor& v, const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
+    const at::Tensor& out, const at::Tensor& logsumexp, double dropout_p, bool is_causal,
+    std::optional<double> scale) {
   TORCH_CHECK(dropout_p == 0.0, "tpu's fused attention has no dropout");
   TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined() && attn_bias.scalar_type() == at::kBool),
-              "_scaled_dot_product_fused_attention_overrideable_backward: a boolean mask has no "
-              "gradient");
-  check_same_device("aten::_scaled_dot_product_fused_attention_overrideable_backward",
-                    {&grad_out, &q, &k, &v, &out, &logsumexp});
+              name.substr(6), ": a boolean mask has no gradient");
+  check_same_device(name.c_str(), {&grad_out, &q, &k, &v, &out, &logsumexp});
   wait_for_device(q.device());
-  static const std::string kName =
-      "aten::_scaled_dot_product_fused_attention_overrideable_backward";
-  const runtime::metrics::HostTime timed(kName, /*lasting=*/true);
+  const runtime::metrics::HostTime timed(name, /*lasting=*/true);
   const auto precision = sim::current_precision();
   std::optional<at::Tensor> h_mask;
   if (attn_bias.defined()) h_mask = host_attention_mask(attn_bias);
@@ -414,9 +532,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     host_alias(dmask).copy_(attention_bias_grad(grad_out, q, k, v, attn_bias, out, logsumexp,
                                                 is_causal, attention_scale(q, scale), precision));
   }
-  sim::record("aten::_scaled_dot_product_fused_attention_overrideable_backward",
-              attention_estimate(q, k, v, attn_bias, true, bias_grad));
+  sim::record(name, attention_estimate(q, k, v, attn_bias, true, bias_grad));
   return {dq, dk, dv, dmask};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/,
+    c10::SymInt /*max_q*/, c10::SymInt /*max_k*/, double dropout_p, bool is_causal,
+    const at::Tensor& /*philox_seed*/, const at::Tensor& /*philox_offset*/,
+    std::optional<double> scale) {
+  return attention_backward(kOverrideableBackward, grad_out, q, k, v, attn_bias, grad_input_mask,
+                            out, logsumexp, dropout_p, is_causal, scale);
+}
+
+// (The three gradients, laid out as empty_like lays them out, as PyTorch's meta kernel.)
+std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+    const at::Tensor& out, const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/,
+    const at::Tensor& /*cum_seq_k*/, c10::SymInt /*max_q*/, c10::SymInt /*max_k*/,
+    double dropout_p, bool is_causal, const at::Tensor& /*philox_seed*/,
+    const at::Tensor& /*philox_offset*/, std::optional<double> scale) {
+  check_flash_call(kFlashBackward, q, k, v, is_causal);
+  auto [dq, dk, dv, unused] =
+      attention_backward(kFlashBackward, grad_out, q, k, v, at::Tensor(), {true, true, true, false},
+                         out, logsumexp, dropout_p, is_causal, scale);
+  return {dq, dk, dv};
 }
 
 }  // namespace
@@ -429,7 +571,30 @@ std::optional<std::vector<at::Tensor>> attention_meta_results(
                                           std::nullopt);
   };
   auto like = [&](const at::Tensor& t) { return meta(t.sizes(), t.strides(), t.scalar_type()); };
-  if (name == "aten::_scaled_dot_product_fused_attention_overrideable") {
+  if (name == kFlash) {
+    // (query, key, value, dropout_p, is_causal, return_debug_mask, scale) -> as the overrideable
+    // op's, laid out as PyTorch's meta kernel lays them out (output as empty_like(query), a seed
+    // of two and an offset, uint64, an empty debug mask)
+    const at::Tensor& q = args[0].toTensor();
+    const at::Tensor& k = args[1].toTensor();
+    check_flash_call(kFlash, q, k, args[2].toTensor(), args[4].toBool());
+    const std::vector<int64_t> lse_sizes{q.size(0), q.size(1), q.size(2)};
+    constants->emplace_back(4, c10::IValue(q.size(2)));
+    constants->emplace_back(5, c10::IValue(k.size(2)));
+    return std::vector<at::Tensor>{
+        at::empty_like(like(q)), meta(lse_sizes, c10::contiguous_strides(lse_sizes), at::kFloat),
+        at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), meta({2}, {1}, at::kUInt64),
+        meta({}, {}, at::kUInt64), meta({0}, {1}, q.scalar_type())};
+  }
+  if (name == kFlashBackward) {
+    // (grad_out, query, key, value, ...) -> (grad_q, grad_k, grad_v), as empty_like lays them out
+    check_flash_call(kFlashBackward, args[1].toTensor(), args[2].toTensor(), args[3].toTensor(),
+                     args[11].toBool());
+    return std::vector<at::Tensor>{at::empty_like(like(args[1].toTensor())),
+                                   at::empty_like(like(args[2].toTensor())),
+                                   at::empty_like(like(args[3].toTensor()))};
+  }
+  if (name == kOverrideable) {
     // (query, key, value, attn_bias, dropout_p, is_causal, return_debug_mask, scale) ->
     // (output, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset,
     //  debug_attn_mask)
@@ -448,7 +613,7 @@ std::optional<std::vector<at::Tensor>> attention_meta_results(
         at::Tensor(), at::Tensor(), at::Tensor(), meta({}, {}, at::kLong), meta({}, {}, at::kLong),
         at::Tensor()};
   }
-  if (name == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
+  if (name == kOverrideableBackward) {
     // (grad_out, query, key, value, attn_bias, ...) -> (grad_q, grad_k, grad_v, grad_attn_bias),
     // each laid out as empty_like lays it out (the kernel's results are empty_like's): an
     // expanded mask (a causal mask broadcast over the batch) gives a dense gradient, not one
@@ -463,18 +628,30 @@ std::optional<std::vector<at::Tensor>> attention_meta_results(
   return std::nullopt;
 }
 
+// The choice PyTorch's composite scaled_dot_product_attention asks for (never flash: see
+// sdp_choice).
 int64_t fused_sdp_choice_stub(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const std::optional<at::Tensor>& mask, double dropout_p,
-                              bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  return fused_sdp_choice(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa);
+                              bool is_causal, std::optional<double> /*scale*/, bool enable_gqa) {
+  return sdp_choice(q, k, v, mask, dropout_p, is_causal, enable_gqa, /*flash=*/false);
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_fused_sdp_choice", entry(TORCH_FN(fused_sdp_choice), Capture::none));
+  m.impl("_scaled_dot_product_flash_attention",
+         entry(TORCH_FN(flash_attention), Capture::new_results));
+  m.impl("_scaled_dot_product_flash_attention_backward",
+         entry(TORCH_FN(flash_attention_backward), Capture::new_results));
   m.impl("_scaled_dot_product_fused_attention_overrideable",
          entry(TORCH_FN(fused_attention), Capture::new_results));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward",
          entry(TORCH_FN(fused_attention_backward), Capture::new_results));
+  // (no entry: it chooses, and the ops it calls enter torchtpu themselves)
+  m.impl("scaled_dot_product_attention", TORCH_FN(scaled_dot_product_attention));
+}
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("scaled_dot_product_attention", TORCH_FN(scaled_dot_product_attention));
 }
 
 }  // namespace torchtpu::aten

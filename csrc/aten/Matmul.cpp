@@ -519,6 +519,12 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
   if (base == "aten::_scaled_mm" && out.defined()) {
     return scaled_mm_estimate(arg(0), arg(1), out);
   }
+  if (base == "aten::_scaled_dot_product_flash_attention") {  // (no mask)
+    return attention_estimate(arg(0), arg(1), arg(2), at::Tensor(), false);
+  }
+  if (base == "aten::_scaled_dot_product_flash_attention_backward") {
+    return attention_estimate(arg(1), arg(2), arg(3), at::Tensor(), true, false);
+  }
   if (base == "aten::_scaled_dot_product_fused_attention_overrideable") {
     return attention_estimate(arg(0), arg(1), arg(2), args[3].isTensor() ? arg(3) : at::Tensor(),
                               false);

@@ -1,15 +1,25 @@
 """scaled_dot_product_attention on "tpu": the fused attention kernel (aten/Attention.cpp) against
 PyTorch's math path and its CPU flash kernel, forward and backward, with masks and biases of every
-rank and stride, grouped-query heads, in every eager mode and compiled; when the math path is
-taken instead; what it charges (no score matrix in HBM)."""
+rank and stride, grouped-query heads, in every eager mode and compiled; which of its two entry
+points runs (PyTorch's flash op where CUDA's flash rules apply: no mask; the overrideable op for
+masks, biases and value heads of another size); when the math path is taken instead; what it
+charges (no score matrix in HBM)."""
 import pytest
 import torch
 
 import torchtpu
 
 
+FLASH = "aten::_scaled_dot_product_flash_attention"
+OVERRIDEABLE = "aten::_scaled_dot_product_fused_attention_overrideable"
+
+
 def _same(got, expected, **tol):
     torch.testing.assert_close(got.cpu(), expected, **tol)
+
+
+def _attention_ops():
+    return {op: n for op, n in torchtpu.metrics.native_ops().items() if "attention" in op}
 
 
 def _attention_case(dtype, causal, masked, gen):
@@ -22,7 +32,9 @@ def _attention_case(dtype, causal, masked, gen):
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_attention_runs_one_fused_kernel_equal_to_the_math_path(mode):
     # scaled_dot_product_attention ran its math decomposition (bmm, softmax, bmm) on tpu; it now
-    # picks the overrideable fused kernel and its backward, equal to the CPU's math path.
+    # picks the fused kernel and its backward, equal to the CPU's math path: through PyTorch's
+    # flash op where CUDA would take flash (no mask; grouped-query heads with enable_gqa), through
+    # the overrideable op for a mask or value heads of another size.
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -61,8 +73,8 @@ def test_attention_runs_one_fused_kernel_equal_to_the_math_path(mode):
             for a, b in zip(on_tpu, leaves):
                 _same(a.grad, b.grad, atol=tol, rtol=tol)
             ops = torchtpu.metrics.native_ops()  # (fused eager counts ops when they run)
-            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1, ops
-            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
+            entry = FLASH if not masked and value_head == 16 else OVERRIDEABLE
+            assert _attention_ops() == {entry: 1, entry + "_backward": 1}, (masked, value_head, ops)
             assert "aten::bmm" not in ops and "aten::_softmax" not in ops, ops
 
 
@@ -93,8 +105,7 @@ def test_attention_takes_the_math_path_where_the_fused_kernel_does_not_apply(mod
             got = F.scaled_dot_product_attention(*tpu_in)
         got.sum().backward()
         _same(got.detach(), want.detach(), atol=1e-5, rtol=1e-5)
-        ops = torchtpu.metrics.native_ops()
-        assert "aten::_scaled_dot_product_fused_attention_overrideable" not in ops, (name, ops)
+        assert not _attention_ops(), (name, torchtpu.metrics.native_ops())
         for a, b in zip(tpu_in, cpu_in):
             _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
 
@@ -174,8 +185,7 @@ def test_attention_with_a_bias_that_requires_grad_runs_the_fused_kernel_and_trai
             for name, t, want in zip(("query", "key", "value", "bias"), leaves, want_grads):
                 _same(t.grad, want, atol=1e-4, rtol=1e-4, msg=lambda m: f"{what}, {name}: {m}")
             ops = torchtpu.metrics.native_ops()
-            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable") == 1, (what, ops)
-            assert ops.get("aten::_scaled_dot_product_fused_attention_overrideable_backward") == 1
+            assert _attention_ops() == {OVERRIDEABLE: 1, OVERRIDEABLE + "_backward": 1}, (what, ops)
             assert "aten::bmm" not in ops and "aten::_softmax" not in ops, (what, ops)
 
 
@@ -202,6 +212,7 @@ def test_fused_attention_keeps_the_score_matrix_out_of_hbm():
     tensor_bytes = 4 * 8 * 1024 * 128 * 4 + 8 * 1024 * 4  # Q, K, V, O (float32) and the lse
     assert fused["launches"] == 1
     assert tensor_bytes <= fused["hbm_bytes"] < tensor_bytes * 1.1, fused["hbm_bytes"]
+    assert _attention_ops() == {FLASH: 1}  # (no mask: PyTorch's flash op, as on CUDA)
     torchtpu.metrics.reset()
     with sdpa_kernel(SDPBackend.MATH):
         math = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (kept: fused eager
@@ -211,19 +222,30 @@ def test_fused_attention_keeps_the_score_matrix_out_of_hbm():
 
 
 def test_compiled_attention_runs_the_fused_kernel():
-    # torch.compile traces scaled_dot_product_attention on fake tpu tensors: PyTorch's meta
-    # function of _fused_sdp_choice asks tpu's dispatch stub, which picks the fused kernel too.
+    # torch.compile traces scaled_dot_product_attention on fake tpu tensors: tpu's
+    # scaled_dot_product_attention kernel picks PyTorch's flash op for a causal attention without
+    # a mask, as in eager (and with its gradient), and PyTorch's composite, asking tpu's dispatch
+    # stub, the overrideable op for a mask.
     import torch.nn.functional as F
 
     gen = torch.Generator().manual_seed(2)
-    q, k, v, _ = _attention_case(torch.float32, True, False, gen)
-    torch._dynamo.reset()
-    f = torch.compile(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
-                      backend="tpu")
-    torchtpu.metrics.reset()
-    got = f(q.to("tpu"), k.to("tpu"), v.to("tpu"))
-    _same(got, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
-    assert "aten::_scaled_dot_product_fused_attention_overrideable" in torchtpu.metrics.native_ops()
+    for masked, entry in ((False, FLASH), (True, OVERRIDEABLE)):
+        q, k, v, mask = _attention_case(torch.float32, not masked, masked, gen)
+        causal = not masked
+        torch._dynamo.reset()
+        f = torch.compile(lambda a, b, c, m: F.scaled_dot_product_attention(
+            a, b, c, attn_mask=m, is_causal=causal), backend="tpu")
+        cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+        tpu = [t.to("tpu").requires_grad_() for t in (q, k, v)]
+        torchtpu.metrics.reset()
+        got = f(*tpu, None if mask is None else mask.to("tpu"))
+        got.square().sum().backward()
+        want = F.scaled_dot_product_attention(*cpu, attn_mask=mask, is_causal=causal)
+        want.square().sum().backward()
+        _same(got, want, atol=1e-5, rtol=1e-5)
+        for a, b in zip(tpu, cpu):
+            _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
+        assert _attention_ops() == {entry: 1, entry + "_backward": 1}, torchtpu.metrics.native_ops()
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
@@ -325,13 +347,200 @@ def test_fused_attention_equals_the_cpus_flash_kernel_bit_for_bit(mode):
                 "4-d": torch.randn(B, 1, L, S, dtype=dtype, generator=gen)}[mask_kind]
         grad = torch.randn(B, H, L, E, dtype=dtype, generator=gen)
         results = []
-        for device, backend in (("cpu", SDPBackend.FLASH_ATTENTION), ("tpu", SDPBackend.OVERRIDEABLE)):
+        runs = [("cpu", SDPBackend.FLASH_ATTENTION), ("tpu", SDPBackend.OVERRIDEABLE)]
+        if mask is None and not causal:  # (flash's rules: no mask, and L != S here)
+            runs.append(("tpu", SDPBackend.FLASH_ATTENTION))  # PyTorch's flash op on tpu
+        for device, backend in runs:
             leaves = [t.detach().to(device).requires_grad_() for t in (q, k, v)]
+            torchtpu.metrics.reset()
             with sdpa_kernel(backend):
                 out = F.scaled_dot_product_attention(
                     *leaves, attn_mask=None if mask is None else mask.to(device), is_causal=causal)
             out.backward(grad.to(device))
             results.append([t.detach().cpu() for t in [out] + [x.grad for x in leaves]])
+            if device == "tpu":
+                entry = FLASH if backend == SDPBackend.FLASH_ATTENTION else OVERRIDEABLE
+                assert _attention_ops() == {entry: 1, entry + "_backward": 1}
         what = f"{(B, H, L, S, E)} causal={causal} mask={mask_kind} rows_first={rows_first} {dtype}"
-        for got, want in zip(results[1], results[0]):
-            torch.testing.assert_close(got, want, atol=0, rtol=0, msg=lambda m: f"{what}: {m}")
+        for result in results[1:]:
+            for got, want in zip(result, results[0]):
+                torch.testing.assert_close(got, want, atol=0, rtol=0, msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_attention_without_a_mask_runs_pytorchs_flash_op_equal_to_the_cpu(mode):
+    """scaled_dot_product_attention without a mask takes PyTorch's flash backend on tpu, as on
+    CUDA (TorchTPU's test_llama3_sdpa_default_is_flash_attention finds
+    aten._scaled_dot_product_flash_attention in its op trace): _scaled_dot_product_flash_attention
+    and, through autograd, _scaled_dot_product_flash_attention_backward run tpu's fused kernel.
+    Against the CPU's math path at "highest" (float32 operands unrounded), forward and backward:
+    shapes square and not (a decode step's one query row), causal and not, grouped-query heads,
+    head sizes of 8 to 128, float32 and bfloat16, dropout 0."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(3)
+    # (batch, query heads, key/value heads, L, S, E, causal)
+    shapes = [(2, 4, 4, 32, 32, 16, False), (2, 4, 4, 32, 32, 16, True),
+              (1, 8, 2, 48, 48, 64, True), (3, 2, 2, 1, 37, 8, False),
+              (1, 2, 1, 20, 70, 128, False), (2, 3, 3, 65, 65, 32, True)]
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2)):
+        for B, H, KV, L, S, E, causal in shapes:
+            q = torch.randn(B, H, L, E, dtype=dtype, generator=gen)
+            k, v = (torch.randn(B, KV, S, E, dtype=dtype, generator=gen) for _ in range(2))
+            grad = torch.randn(B, H, L, E, dtype=dtype, generator=gen)
+            gqa = {"enable_gqa": True} if KV != H else {}
+            cpu = [t.clone().requires_grad_() for t in (q, k, v)]
+            with sdpa_kernel(SDPBackend.MATH):
+                want = F.scaled_dot_product_attention(*cpu, dropout_p=0.0, is_causal=causal, **gqa)
+            want.backward(grad)
+            tpu = [t.to("tpu").requires_grad_() for t in (q, k, v)]
+            torchtpu.metrics.reset()
+            with torch.tpu.precision("highest"):
+                got = F.scaled_dot_product_attention(*tpu, dropout_p=0.0, is_causal=causal, **gqa)
+                got.backward(grad.to("tpu"))
+            what = f"{(B, H, KV, L, S, E)} causal={causal} {dtype}"
+            _same(got.detach(), want.detach(), atol=tol, rtol=tol, msg=lambda m: f"{what}: {m}")
+            for name, a, b in zip("qkv", tpu, cpu):
+                assert a.grad.shape == b.grad.shape, (what, name)
+                _same(a.grad, b.grad, atol=tol, rtol=tol, msg=lambda m: f"{what}, d{name}: {m}")
+            ops = torchtpu.metrics.native_ops()
+            assert _attention_ops() == {FLASH: 1, FLASH + "_backward": 1}, (what, ops)
+            assert "aten::bmm" not in ops and "aten::_softmax" not in ops, (what, ops)
+
+
+def test_flash_takes_what_cudas_flash_rules_take_and_the_overrideable_op_the_rest():
+    """Which entry point scaled_dot_product_attention takes on tpu, and torch._fused_sdp_choice's
+    answer: flash without a mask (causal only with as many query as key positions, one head size,
+    the same heads or enable_gqa), the overrideable op for masks, a causal mask over lengths that
+    differ (CUDA's flash kernel would align it to the bottom right; the math path and tpu's kernel
+    align it to the top left), value heads of another size and empty sequences, the math path for
+    dropout; sdpa_kernel's choices are obeyed (flash alone with a mask: no backend, as on CUDA)."""
+    import contextlib
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torchtpu.set_eager_mode("strict")
+    gen = torch.Generator().manual_seed(4)
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    q, k, v = rand(2, 4, 8, 16), rand(2, 4, 8, 16), rand(2, 4, 8, 16)
+    k12, v12 = rand(2, 4, 12, 16), rand(2, 4, 12, 16)
+    mask = torch.rand(8, 8, generator=gen) > 0.5
+    mask[:, 0] = True
+    cases = [  # (name, (q, k, v), kwargs, backends, op that runs)
+        ("plain", (q, k, v), {}, None, FLASH),
+        ("causal", (q, k, v), dict(is_causal=True), None, FLASH),
+        ("longer keys", (q, k12, v12), {}, None, FLASH),
+        ("causal, longer keys", (q, k12, v12), dict(is_causal=True), None, OVERRIDEABLE),
+        ("bool mask", (q, k, v), dict(attn_mask=mask), None, OVERRIDEABLE),
+        ("float mask", (q, k, v), dict(attn_mask=rand(8, 8)), None, OVERRIDEABLE),
+        ("value heads of 8", (q, k, v[..., :8].contiguous()), {}, None, OVERRIDEABLE),
+        ("grouped heads", (q, k[:, :2], v[:, :2]), dict(enable_gqa=True), None, FLASH),
+        ("dropout", (q, k, v), dict(dropout_p=0.5), None, None),
+        ("math asked", (q, k, v), {}, [SDPBackend.MATH], None),
+        ("overrideable asked", (q, k, v), {}, [SDPBackend.OVERRIDEABLE], OVERRIDEABLE),
+        ("flash asked", (q, k, v), dict(is_causal=True), [SDPBackend.FLASH_ATTENTION], FLASH),
+        ("flash and math asked, mask", (q, k, v), dict(attn_mask=mask),
+         [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH], None),
+    ]
+    backend_of = {FLASH: SDPBackend.FLASH_ATTENTION, OVERRIDEABLE: SDPBackend.OVERRIDEABLE,
+                  None: SDPBackend.MATH}
+    for name, qkv, kwargs, backends, entry in cases:
+        tpu = [t.to("tpu") for t in qkv]
+        tkw = {key: val.to("tpu") if torch.is_tensor(val) else val for key, val in kwargs.items()}
+        with sdpa_kernel(backends) if backends else contextlib.nullcontext():
+            torchtpu.metrics.reset()
+            choice = torch._fused_sdp_choice(*tpu, **tkw)
+            with torch.tpu.precision("highest"):
+                got = F.scaled_dot_product_attention(*tpu, **tkw)
+            ops = _attention_ops()
+        assert choice == backend_of[entry].value, (name, choice)
+        assert ops == ({entry: 1} if entry else {}), (name, ops)
+        if kwargs.get("dropout_p"):
+            continue
+        want = F.scaled_dot_product_attention(*qkv, **kwargs)
+        _same(got, want, atol=1e-5, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with pytest.raises(RuntimeError, match="No viable backend"):
+            F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), v.to("tpu"),
+                                           attn_mask=mask.to("tpu"))
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_flash_attention_in_inference_mode_and_under_a_dispatch_mode(mode):
+    """tpu's scaled_dot_product_attention kernel is registered with and without autograd: in
+    inference mode (no autograd key) it still takes the flash op, and a TorchDispatchMode (as
+    TorchTPU's OpTracer) sees aten._scaled_dot_product_flash_attention.default with gradients
+    recorded, and its backward; with the math path asked, neither."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    torchtpu.set_eager_mode(mode)
+    q, k, v = (torch.randn(1, 2, 16, 8, device="tpu") for _ in range(3))
+    with torch.inference_mode():
+        torchtpu.metrics.reset()
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torchtpu.sync()  # (fused eager counts ops when they run)
+        assert _attention_ops() == {FLASH: 1}
+    want = F.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu(), is_causal=True)
+    _same(out, want, atol=1e-2, rtol=1e-2)
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    with Ops() as traced:
+        F.scaled_dot_product_attention(*leaves, is_causal=True).sum().backward()
+    assert {"aten._scaled_dot_product_flash_attention.default",
+            "aten._scaled_dot_product_flash_attention_backward.default"} <= traced.seen, traced.seen
+    assert not any("overrideable" in op for op in traced.seen), traced.seen
+    with Ops() as traced, sdpa_kernel([SDPBackend.MATH]):
+        F.scaled_dot_product_attention(*leaves, is_causal=True)
+    assert not any("flash" in op or "overrideable" in op for op in traced.seen), traced.seen
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_the_flash_ops_called_directly(mode):
+    """aten._scaled_dot_product_flash_attention and its backward called as ops: PyTorch's results
+    (output as the query, log-sum-exp, the lengths, a seed of two and an offset, uint64, as its
+    meta kernel gives them, which torch.compile plans with) and the CPU's values; a causal mask
+    over lengths that differ, which CUDA's flash kernel aligns to the bottom right, and value
+    heads of another size are refused at the call, in fused eager too."""
+    torchtpu.set_eager_mode(mode)
+    gen = torch.Generator().manual_seed(5)
+    q, k, v, grad = (torch.randn(2, 3, 10, 8, generator=gen) for _ in range(4))
+    tq, tk, tv = (t.to("tpu") for t in (q, k, v))
+    with torch.tpu.precision("highest"):
+        out, lse, cum_q, cum_k, max_q, max_k, seed, offset, debug = (
+            torch.ops.aten._scaled_dot_product_flash_attention(tq, tk, tv, is_causal=True))
+        grads = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            grad.to("tpu"), tq, tk, tv, out, lse, cum_q, cum_k, max_q, max_k, 0.0, True, seed,
+            offset)
+    want_out, want_lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, is_causal=True)
+    want_grads = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        grad, q, k, v, want_out, want_lse, 0.0, True)
+    assert (max_q, max_k) == (10, 10) and cum_q is None and cum_k is None
+    assert seed.shape == (2,) and offset.shape == () and seed.dtype == offset.dtype == torch.uint64
+    assert debug.shape == (0,) and out.stride() == q.stride()
+    _same(out, want_out, atol=1e-5, rtol=1e-5)
+    _same(lse, want_lse, atol=1e-5, rtol=1e-5)
+    for got, want in zip(grads, want_grads):
+        _same(got, want, atol=1e-5, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="bottom right"):
+        torch.ops.aten._scaled_dot_product_flash_attention(tq, tk[:, :, :7], tv[:, :, :7],
+                                                           is_causal=True)
+    with pytest.raises(RuntimeError, match="one head size"):
+        torch.ops.aten._scaled_dot_product_flash_attention(tq, tk, tv[..., :4])
+    torchtpu.sync()

@@ -92,11 +92,13 @@ def _attention_mask(kind, b, n):
 
 @pytest.mark.parametrize("attention", ["causal", "float mask"])
 def test_the_fused_attention_choice_keeps_symbolic_sizes_symbolic(attention):
-    """scaled_dot_product_attention asks the PrivateUse1 _fused_sdp_choice stub which kernel to
-    take, also on the fake tensors with symbolic sizes torch.compile traces (torchtpu's
-    fused_sdp_choice, csrc/aten/Matmul.cpp). It read the sizes as ints, which guards each symbol
-    to its value (Eq(s0, 2), ...): torch.compile(dynamic=True) recompiled per length. Traced with
-    symbolic sizes, the fused attention is chosen and no guard is added, as on the CPU."""
+    """scaled_dot_product_attention chooses its kernel on tpu (torchtpu's sdp_choice,
+    csrc/aten/Attention.cpp: its own kernel for the flash op, the PrivateUse1 _fused_sdp_choice
+    stub for PyTorch's composite), also on the fake tensors with symbolic sizes torch.compile
+    traces. It read the sizes as ints, which guards each symbol to its value (Eq(s0, 2), ...):
+    torch.compile(dynamic=True) recompiled per length. Traced with symbolic sizes, the fused
+    attention is chosen (PyTorch's flash op without a mask, as on CUDA; the overrideable op with
+    one) and no guard is added, as on the CPU."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     def f(q, k, v, mask):
@@ -107,7 +109,9 @@ def test_the_fused_attention_choice_keeps_symbolic_sizes_symbolic(attention):
     mask = None if attention == "causal" else torch.randn(2, 1, 16, 16, device="tpu")
     gm = make_fx(f, tracing_mode="symbolic")(q, k, v, mask)
     targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
-    assert torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default in targets
+    entry = (torch.ops.aten._scaled_dot_product_flash_attention.default if mask is None
+             else torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default)
+    assert entry in targets, gm.code
     assert torch.ops.aten.size.default not in targets, gm.code  # (sizes read as ints)
     sizes = next(iter(gm.graph.nodes)).meta["val"].shape
     shape_env = sizes[0].node.shape_env

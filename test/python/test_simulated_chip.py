@@ -345,9 +345,10 @@ def test_scaled_dot_product_attention_forward_backward():
         if dev == "tpu":
             torchtpu.sync()  # fused eager charges launches when its regions run
             assert torchtpu.metrics.fallbacks() == {}
-            # one fused kernel on the MXU each way (docs/simulated-chip.md, "Fused attention")
-            assert "aten::_scaled_dot_product_fused_attention_overrideable" in torchtpu.metrics.op_times()
-            assert ("aten::_scaled_dot_product_fused_attention_overrideable_backward"
+            # one fused kernel on the MXU each way (docs/simulated-chip.md, "Fused attention"),
+            # through PyTorch's flash op (no mask), as on CUDA
+            assert "aten::_scaled_dot_product_flash_attention" in torchtpu.metrics.op_times()
+            assert ("aten::_scaled_dot_product_flash_attention_backward"
                     in torchtpu.metrics.op_times())
         outs[dev] = [o.detach().cpu(), qq.grad.cpu(), kk.grad.cpu(), vv.grad.cpu()]
     torch.testing.assert_close(outs["tpu"], outs["cpu"], rtol=1e-5, atol=1e-5)

@@ -148,12 +148,7 @@ PROGRAMS: list[Program] = [
     Program("examples/ops_and_kernels/pointwise_fusion_cuda.py", "script",
             skip="needs a CUDA GPU (the CUDA half of TorchTPU's fusion comparison)"),
     Program("examples/huggingface_transformers/functional_test.py", "script",
-            argv=("--device=tpu",),
-            why_fails="test_llama3_sdpa_default_is_flash_attention: scaled_dot_product_attention "
-                      "on tpu runs as aten._scaled_dot_product_fused_attention_overrideable "
-                      "(torchtpu's fused attention, PyTorch's backend for new devices), where "
-                      "TorchTPU registers aten._scaled_dot_product_flash_attention; the other 3 "
-                      "of its 4 tests pass"),
+            argv=("--device=tpu",)),
     Program("examples/huggingface_transformers/trace_ops.py", "script",
             why_fails="TorchTPU's own Llama-4-Scout-17B-16E-Instruct-MINI config (model_configs/) "
                       "has no \"architectures\": the program's loop over config.architectures "
