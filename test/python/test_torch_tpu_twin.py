@@ -178,6 +178,36 @@ def test_runtime_start_stop_and_hbm_summary():
         api._xla_cpu_device()
 
 
+def test_tpu_device_is_index_less_and_its_tensors_carry_their_chip_as_cudas_do():
+    """api.tpu_device() is torch.device("tpu"), as TorchTPU's; used where PyTorch takes a device
+    it means the current chip, as "cuda" does: a tensor made under
+    torch.set_default_device(api.tpu_device()) (TorchTPU's deepseek test_set_default_device) is on
+    tpu:<current chip> and prints so, as one made under "cuda" prints cuda:0 (that test's GPU
+    variant passes "cuda:0"); a model moved to it reports f"{tpu_device()}:0" (TorchTPU's qwen3
+    tests); a tensor already there is not copied; the default device reads back with its index,
+    as torch.get_default_device() gives CUDA's."""
+    from torch_tpu import api
+    device = api.tpu_device()
+    assert device == torch.device("tpu") and device.index is None and str(device) == "tpu"
+    previous = torch.get_default_device()
+    try:
+        for chip in (0, 1):
+            with torch.tpu.device(chip):
+                torch.set_default_device(device)
+                made = torch.tensor(1.0)
+                assert made.device == torch.device("tpu", chip)
+                assert str(made.device) == f"tpu:{chip}"
+                assert torch.get_default_device() == torch.device("tpu", chip)
+                assert torch.arange(3).device == made.device  # (the program's other factories)
+                assert made.to(device) is made
+                torch.set_default_device("cpu")
+                assert str(torch.tensor(1.0).device) == "cpu"
+    finally:
+        torch.set_default_device(previous)
+    model = torch.nn.Linear(2, 2).to(device)
+    assert str(next(model.parameters()).device) == f"{device}:0"
+
+
 def test_assert_close_modes_and_report():
     from torch_tpu._internal.utils import utils
     expected = torch.tensor([1.0, 2.0, 0.0, 4.0])

@@ -122,11 +122,13 @@ PROGRAMS: list[Program] = [
     Program("examples/deepseek/trace.py", "script"),
     Program("examples/deepseek/deepseek_decomposition_one_acc_test.py", "script",
             argv=("--acc=tpu",),
-            why_fails="test_set_default_device: a tensor made under "
-                      "torch.set_default_device(api.tpu_device()) reports device tpu:0 on torchtpu "
-                      "(as cuda:0 on CUDA, and as TorchTPU's own modules moved to \"tpu\" report, "
-                      "which its qwen3 custom-sampling test checks); this test expects the "
-                      "index-less \"tpu\" (its other 59 tests pass)"),
+            why_fails="test_set_default_device: compares str(api.tpu_device()), \"tpu\" (as "
+                      "TorchTPU's tpu_device() returns it), with the device of a tensor made under "
+                      "torch.set_default_device(api.tpu_device()): tpu:0, as a tensor made under "
+                      "\"cuda\" is on cuda:0 (the test's GPU variant passes \"cuda:0\"; "
+                      "TorchTPU's qwen3 tests check that its moved models report "
+                      "f\"{tpu_device()}:0\"); TorchTPU's BUILD marks this test's TPU variant "
+                      "notap, \"Currently broken\" (its other 59 tests pass)"),
     Program("examples/mingpt/mingpt_example.py", "script", requires=("jax",),
             why_fails="its float32 logits against the CPU's at rtol 1e-3, atol 1e-4 fail at the "
                       "default float32 matmul precision (one bfloat16 pass, TorchTPU's DEFAULT "

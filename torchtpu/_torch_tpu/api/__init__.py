@@ -13,16 +13,16 @@ def tpu_device() -> torch.device:
     torchtpu registers the device, ``torch.tpu`` and the ``tpu_dist`` process-group backend when
     it is imported; this starts the runtime, binds a torchrun worker to its chip (tpu:LOCAL_RANK,
     as TorchTPU binds one chip per process) and registers ``torch.tpu`` again when a program
-    withdrew it (torch_tpu/_internal/device/_device_module.py). The tensors made on it carry
-    their chip's index (``tpu:0``, as CUDA's ``cuda:0``), as TorchTPU's moved modules do; a
-    tensor TorchTPU makes under ``torch.set_default_device("tpu")`` prints an index-less
-    ``tpu``, torchtpu's ``tpu:0`` (docs/coming-from-torchtpu.md). Cached, as TorchTPU's is
-    (``tpu_device.cache_clear()`` works)."""
+    withdrew it (torch_tpu/_internal/device/_device_module.py). Wherever PyTorch takes it, it
+    means the current chip, as ``"cuda"`` does: the tensors made on it carry their chip's index
+    (``tpu:0``, as CUDA's ``cuda:0``), as TorchTPU's qwen3 tests check of its moved modules,
+    also under ``torch.set_default_device(tpu_device())`` (docs/coming-from-torchtpu.md).
+    Cached, as TorchTPU's is (``tpu_device.cache_clear()`` works)."""
     import torchtpu.distributed
     import torchtpu.tpu
+    from torch_tpu._loader import _init_device
 
-    if not hasattr(torch, "tpu"):
-        torch._register_device_module("tpu", torchtpu.tpu)
+    _init_device("tpu")  # torch.tpu, registered again if a program withdrew it
     torchtpu.tpu.init()
     torchtpu.distributed.bind_local_rank()
     return torch.device("tpu")
