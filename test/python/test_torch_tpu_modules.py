@@ -121,3 +121,38 @@ def test_defer_mode_names_map_onto_eager_modes():
             em.set_defer_mode("never")
     finally:
         torchtpu.set_eager_mode(start)
+
+
+def test_loader_load_is_torchtpus_loading_step_as_ray_train_calls_it():
+    # Ray Train's TorchConfig(backend="tpu_dist") calls torch_tpu._loader.load() before
+    # init_process_group (docs/ecosystem.md, "Ray"): the device, torch.tpu and tpu_dist are there,
+    # _LOADED says a chip was found, and torch.tpu comes back after a program withdrew it.
+    out = _python("import torch, torch.distributed as dist\n"
+                  "import torch_tpu._loader as loader\n"
+                  "print(loader._LOADED)\n"
+                  "from torch_tpu._internal.device import _device_module\n"
+                  "assert not hasattr(torch, 'tpu')\n"
+                  "loader.load()\n"
+                  "loader.load()\n"
+                  "print(loader._LOADED, torch.tpu.device_count(), 'tpu_dist' in dist.Backend.backend_list,"
+                  " torch.ones(2, device='tpu').device)\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["False", "True 4 True tpu:0"]
+
+
+def test_loader_without_a_chip_loads_nothing_and_has_no_xla_devices():
+    # TorchTPU falls back to XLA devices on the CPU when asked; torchtpu has none to give.
+    code = ("import torch_tpu._loader as loader\n"
+            "try:\n"
+            "    loader.load({arg})\n"
+            "    print('loaded nothing')\n"
+            "except NotImplementedError as e:\n"
+            "    print('refused', 'no XLA device' in str(e))\n"
+            "loader.load(allow_xla_backend=False)\n"
+            "print(loader._LOADED)\n")
+    for arg, env, want in [("", {}, "loaded nothing"),
+                           ("allow_xla_backend=True", {}, "refused True"),
+                           ("", {"TORCH_TPU_INTERNAL_ALLOW_XLA_BACKEND": "1"}, "refused True")]:
+        out = _python(code.format(arg=arg), TPU_VISIBLE_CHIPS="9", **env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[:2] == [want, "False"], (arg, env, out.stdout)
