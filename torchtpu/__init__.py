@@ -7,9 +7,11 @@ point) loads the native library, names PrivateUse1 ``"tpu"``, registers the devi
 import os as _os
 import sys as _sys
 
+from . import config as _config  # (the standard library only: before torch is imported)
+
 # torch's autoload imports this package while torch itself is being imported; when the user
 # imports torchtpu first, keep torch from autoloading us a second time halfway through.
-_autoload_env = _os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+_autoload_env = _config.raw("TORCH_DEVICE_BACKEND_AUTOLOAD")
 if "torch" not in _sys.modules:
     _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 try:
@@ -230,10 +232,11 @@ def _backward_on_the_calling_thread() -> bool:
     move too) or when the importing thread is not the main thread. Returns whether it was done."""
     import threading
 
-    value = _os.environ.get("TORCHTPU_BACKWARD_ON_CALLER", "1")
-    if value not in ("0", "1"):
-        raise RuntimeError(f"TORCHTPU_BACKWARD_ON_CALLER={value!r}: expected 0 or 1")
-    if value == "0" or threading.current_thread() is not threading.main_thread():
+    try:
+        on = _config.flag("TORCHTPU_BACKWARD_ON_CALLER")
+    except ValueError as e:
+        raise RuntimeError(str(e)) from None
+    if not on or threading.current_thread() is not threading.main_thread():
         return False
     others = (torch.cuda.is_available(),
               hasattr(torch, "xpu") and torch.xpu.is_available(),
@@ -250,7 +253,7 @@ import atexit as _atexit  # noqa: E402
 
 _atexit.register(_finish_pending_work)
 
-if _os.environ.get("TORCHTPU_METRICS_REPORT", "0") == "1":
+if _config.flag("TORCHTPU_METRICS_REPORT"):
     _atexit.register(lambda: _sys.stderr.write(metrics.report() + "\n"))
 
 

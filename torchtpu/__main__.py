@@ -36,7 +36,9 @@ def _gib(n: float) -> str:
 
 
 def _settings() -> dict[str, str]:
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("TORCHTPU_")}
+    from . import config
+
+    return config.settings()
 
 
 def info() -> dict:
@@ -57,7 +59,7 @@ def info() -> dict:
         "float32 matmul precision": _C.current_precision(),
         "launch cost (us)": _C.launch_seconds() * 1e6,
         "HBM per device": _gib(_C.hbm_capacity_bytes()),
-        "settings (TORCHTPU_*)": _settings() or "none set",
+        "settings (torchtpu.config, set in this environment)": _settings() or "none set",
         "chips": _C.all_chips(),
     }
     return out
@@ -288,6 +290,27 @@ def plot_roofline(rows: list[dict], path: str, ops: dict | None = None) -> None:
     plt.close(fig)
 
 
+def _config_command(ns) -> int:
+    from . import config
+
+    if ns.write:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for path, text in config.generated_files(root).items():
+            with open(path, "w") as f:
+                f.write(text)
+            print(f"wrote {os.path.relpath(path, root)}")
+        return 0
+    if ns.markdown:
+        print(config.markdown(), end="")
+        return 0
+    width = max(len(v.name) for v in config.VARIABLES)
+    for v in config.VARIABLES:
+        now = config.raw(v.name)
+        shown = f"= {now!r}" if now else f"(default {v.default!r})" if v.default else "(unset)"
+        print(f"{v.name:{width}}  {shown}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchtpu")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -311,7 +334,17 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--samples", type=float, help="samples the script processes (for $/M)")
     p_est.add_argument("script")
     p_est.add_argument("args", nargs=argparse.REMAINDER)
+    p_cfg = sub.add_parser("config", help="the environment variables torchtpu reads "
+                                          "(torchtpu/config.py) and their values here")
+    p_cfg.add_argument("--markdown", action="store_true",
+                       help="print the reference table (docs/configuration.md)")
+    p_cfg.add_argument("--write", action="store_true",
+                       help="write docs/configuration.md's table and csrc/runtime/ConfigTable.inc "
+                            "from the table (in a source checkout)")
     ns = parser.parse_args(argv)
+
+    if ns.command == "config":
+        return _config_command(ns)
 
     if ns.command == "info":
         d = info()
@@ -332,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows, wall, error = _estimate_here(ns, chips, prices, items, item_name)
         if ns.rank_json:  # one rank of a slice: the parent prints the slice's figures
-            with open(os.path.join(ns.rank_json, f"rank{os.environ.get('RANK', '0')}.json"),
+            with open(os.path.join(ns.rank_json, f"rank{config.value('RANK')}.json"),
                       "w") as f:
                 json.dump({"rows": rows, "error": repr(error) if error else None}, f)
             return 1 if error else 0

@@ -27,6 +27,8 @@ import os
 import warnings
 from dataclasses import dataclass
 
+from . import config
+
 TIER2_ROOT = "/dev/shm/torch_tpu_cache"
 
 
@@ -37,21 +39,13 @@ class Location:
     tier2: bool = False  # the working directory is the tier-2 cache
 
 
-def _first(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
-
-
 _warned_gs = False
 
 
 def _tier3_root() -> str | None:
     global _warned_gs
-    root = _first("TORCH_TPU_INTERNAL_TIER3_COMPILATION_CACHE_ROOT",
-                  "TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT")
+    root = (config.get("TORCH_TPU_INTERNAL_TIER3_COMPILATION_CACHE_ROOT")
+            or config.get("TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT"))
     if root and root.startswith("gs://"):
         if not _warned_gs:
             warnings.warn(f"torchtpu: the tier-3 compilation cache root {root!r} is a Cloud "
@@ -63,13 +57,14 @@ def _tier3_root() -> str | None:
 
 
 def _tier2_name(tier3: bool) -> str | None:
-    name = _first("TORCH_TPU_INTERNAL_TIER2_COMPILATION_CACHE", "TORCH_TPU_TIER2_COMPILATION_CACHE")
+    name = (config.get("TORCH_TPU_INTERNAL_TIER2_COMPILATION_CACHE")
+            or config.get("TORCH_TPU_TIER2_COMPILATION_CACHE"))
     if name == "disabled":
         return None
     if name:
         return name
     try:
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        world_size = int(config.value("WORLD_SIZE"))
     except ValueError:
         world_size = 1
     return "default" if tier3 or world_size > 1 else None
@@ -77,7 +72,7 @@ def _tier2_name(tier3: bool) -> str | None:
 
 def location() -> Location:
     """The cache's directories now (the variables are read at each compilation)."""
-    kept = os.environ.get("TORCHTPU_CACHE_DIR") or None
+    kept = config.get("TORCHTPU_CACHE_DIR")
     tier3 = _tier3_root()
     kept = kept or tier3
     name = _tier2_name(tier3 is not None)

@@ -27,7 +27,7 @@ from torch._functorch._aot_autograd import autograd_cache
 from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCacheDetails
 from torch._inductor.output_code import OutputCode
 
-from . import _C, _cache_location
+from . import _C, _cache_location, config as _config
 
 _build = None  # this build's subdirectory name
 _aot = None  # aot_autograd with cacheable compilers
@@ -253,7 +253,7 @@ def compile(gm, example_inputs, options, on_graph=None):
     working = _build_dir(where.working)
     if where.tier2:
         _tiers = _Tiers(working, _build_dir(where.kept))
-    old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    old = _config.raw("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = working  # (where the AOTAutograd cache works)
     pytorch_key = autograd_cache.autograd_cache_key
     autograd_cache.autograd_cache_key = _cache_key  # (looked up there by AOTAutogradCache.try_load)

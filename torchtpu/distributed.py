@@ -22,7 +22,6 @@ all-gather per collective).
 """
 from __future__ import annotations
 
-import os
 import zlib
 from datetime import timedelta
 
@@ -43,10 +42,10 @@ from torch._C._distributed_c10d import (
     _create_work_from_future,
 )
 
-from . import _C
+from . import _C, config
 
 BACKEND = "tpu_dist"
-_CHECK = os.environ.get("TORCHTPU_DIST_CHECK", "1") != "0"
+_CHECK = config.value("TORCHTPU_DIST_CHECK") != "0"
 
 
 def _nbytes(tensors) -> float:
@@ -323,7 +322,7 @@ def bind_local_rank() -> None:
     takes tpu:LOCAL_RANK (modulo the devices simulated). Called when a "tpu_dist" group is made,
     and by the TorchTPU twin's ``api.tpu_device()`` (TorchTPU binds a process's chip when its
     runtime starts)."""
-    local = os.environ.get("LOCAL_RANK")
+    local = config.get("LOCAL_RANK")
     if local is not None and torch.tpu.current_device() == 0:
         torch.tpu.set_device(int(local) % torch.tpu.device_count())
 

@@ -14,6 +14,8 @@ from typing import Callable
 
 import torch
 
+from . import config
+
 __all__ = ["xprof_trace_handler"]
 
 
@@ -22,7 +24,7 @@ def xprof_trace_handler(dir_name: "str | os.PathLike | None" = None,
     """An ``on_trace_ready`` callback writing each trace into ``dir_name`` (default:
     ``TPU_PROFILER_OUTPUT_DIR``, TorchTPU's variable). It returns the directory; its
     ``worker_rank`` names the files (default: host and process id, as PyTorch names them)."""
-    directory = dir_name if dir_name is not None else os.environ.get("TPU_PROFILER_OUTPUT_DIR")
+    directory = dir_name if dir_name is not None else config.get("TPU_PROFILER_OUTPUT_DIR")
     if not directory:
         raise ValueError("xprof_trace_handler needs dir_name (or TPU_PROFILER_OUTPUT_DIR)")
     directory = os.fspath(directory)

@@ -34,7 +34,7 @@ namespace torchtpu::aten {
 namespace {
 
 FallbackMode mode_from_env() {
-  auto v = runtime::env::get("TORCHTPU_FALLBACK").value_or("warn");
+  auto v = runtime::env::value("TORCHTPU_FALLBACK");
   if (v == "warn") return FallbackMode::warn;
   if (v == "error") return FallbackMode::error;
   if (v == "silent") return FallbackMode::silent;

@@ -3,6 +3,7 @@
 #include "defer/FusedRegion.h"
 #include "defer/LoopSelection.h"
 #include "runtime/BlockPool.h"
+#include "runtime/Env.h"
 #include "runtime/Errors.h"
 #include "runtime/OpenMP.h"
 #include "sim/CostModel.h"
@@ -22,9 +23,9 @@ using runtime::parallel_blocks;
 
 // Elements per block of a fused region (the block of every operand stays in L2);
 // TORCHTPU_FUSED_BLOCK sets it for every region (for experiments).
-const char* const kBlockSetting = std::getenv("TORCHTPU_FUSED_BLOCK");
+const bool kBlockSet = runtime::env::get("TORCHTPU_FUSED_BLOCK").has_value();
 const int64_t kBlockElements =
-    kBlockSetting != nullptr ? std::max<int64_t>(1, std::atoll(kBlockSetting)) : int64_t(32768);
+    std::max<int64_t>(1, runtime::env::int_value("TORCHTPU_FUSED_BLOCK"));
 
 // The block buffers of the thread running a fused region's blocks, kept for its next region
 // (up to kKeptBufferBytes: a small region's run would otherwise spend much of its time
@@ -68,7 +69,7 @@ Blocking blocking_of(const Dims& shape, int64_t numel, size_t ops) {
   // reduction) reads nothing back, and each block costs its kernel's boxed call and
   // TensorIterator (docs/host-speed.md, "A cached region's run"): there, a few blocks per thread.
   const int64_t block_elements =
-      ops == 1 && kBlockSetting == nullptr
+      ops == 1 && !kBlockSet
           ? std::max<int64_t>(kBlockElements, numel / (4 * at::get_num_threads()))
           : kBlockElements;
   int64_t d = std::max<int64_t>(dims - 1, 0), inner = 1;

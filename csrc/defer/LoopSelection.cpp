@@ -15,7 +15,7 @@ bool loop_available() {
 #if defined(__x86_64__) && defined(TORCHTPU_FUSED_LOOP)
   // TORCHTPU_FUSED_LOOP=0 turns it off (every op then runs its ATen kernel per block).
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          runtime::env::get("TORCHTPU_FUSED_LOOP").value_or("1") != "0";
+                          runtime::env::value("TORCHTPU_FUSED_LOOP") != "0";
   return yes;
 #else
   return false;

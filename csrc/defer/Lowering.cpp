@@ -111,10 +111,9 @@ struct Cache {
   std::list<Entry> lru;  // most recently used first
   std::unordered_map<PlanKey, std::list<Entry>::iterator, PlanKeyHash> index;
   size_t capacity = static_cast<size_t>(
-      std::max<int64_t>(1, runtime::env::get_int("TORCHTPU_DEFER_PLAN_CACHE").value_or(4096)));
+      std::max<int64_t>(1, runtime::env::int_value("TORCHTPU_DEFER_PLAN_CACHE")));
   std::string dump_path = [] {
-    const char* v = std::getenv("TORCHTPU_DUMP_REGIONS");
-    return v == nullptr ? std::string() : std::string(v);
+    return runtime::env::value("TORCHTPU_DUMP_REGIONS");
   }();
 
   // The plan of `structure`, or null. Caller holds the mutex.

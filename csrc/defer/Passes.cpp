@@ -128,7 +128,7 @@ int64_t place_of(const Node& n) {
 }
 
 bool debug_flag(const char* flag) {
-  static const std::string flags = runtime::env::get("TORCHTPU_DEFER_DEBUG").value_or("");
+  static const std::string flags = runtime::env::value("TORCHTPU_DEFER_DEBUG");
   return !flags.empty() && ("," + flags + ",").find("," + std::string(flag) + ",") != std::string::npos;
 }
 

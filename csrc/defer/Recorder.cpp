@@ -422,7 +422,7 @@ bool on_entry(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture c
 }
 
 std::atomic<LocationProvider> g_location_provider{nullptr};
-std::atomic<bool> g_record_locations{runtime::env::get("TORCHTPU_DEFER_LOCATIONS").value_or("0") == "1"};
+std::atomic<bool> g_record_locations{runtime::env::value("TORCHTPU_DEFER_LOCATIONS") == "1"};
 
 struct Installer {
   Installer() { aten::set_entry_hook(&on_entry); }

@@ -69,7 +69,7 @@ struct State {
   ska::flat_hash_map<uint64_t, std::shared_ptr<PendingStorage>> registry;
   std::atomic<bool> any_pending{false};
   uint64_t next_id = 1;
-  int64_t max_ops = runtime::env::get_int("TORCHTPU_DEFER_MAX_OPS").value_or(4096);
+  int64_t max_ops = runtime::env::int_value("TORCHTPU_DEFER_MAX_OPS");
   RepeatedOps repeated_ops = initial_repeated_ops();
   RepeatWindow repeats;
   std::mutex stats_mutex;

@@ -16,6 +16,7 @@
 // detection off.
 #include "defer/Defer.h"
 #include "defer/Recording.h"
+#include "runtime/Env.h"
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 
@@ -42,9 +43,9 @@ RepeatedOps mode_from(const std::string& value) {
 }  // namespace
 
 RepeatedOps initial_repeated_ops() {
-  // (Not runtime::env::get, which reads an empty value as unset: set and empty is off.)
-  const char* value = std::getenv("TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS");
-  return value == nullptr ? RepeatedOps::safe : mode_from(value);
+  // (Set and empty is off, as in TorchTPU: not the table's default.)
+  auto value = runtime::env::get_raw("TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS");
+  return value ? mode_from(*value) : RepeatedOps::safe;
 }
 
 size_t op_signature(const std::string& name, const c10::FunctionSchema& schema,

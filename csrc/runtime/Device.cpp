@@ -38,10 +38,10 @@ const std::vector<int64_t>& visible_chips() noexcept {
       std::vector<int64_t> chips;
       // TPU_VISIBLE_DEVICES (TorchTPU's source of truth), else TPU_VISIBLE_CHIPS.
       const char* visible_name = "TPU_VISIBLE_DEVICES";
-      auto visible = env::get(visible_name);
+      auto visible = env::get("TPU_VISIBLE_DEVICES");
       if (!visible || visible->empty()) {
         visible_name = "TPU_VISIBLE_CHIPS";
-        visible = env::get(visible_name);
+        visible = env::get("TPU_VISIBLE_CHIPS");
       }
       if (!visible || visible->empty()) {
         for (int64_t i = 0; i < host; ++i) chips.push_back(i);

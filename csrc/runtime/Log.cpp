@@ -1,4 +1,5 @@
 #include "runtime/Log.h"
+#include "runtime/Config.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -10,10 +11,12 @@ namespace torchtpu::runtime::log {
 namespace {
 
 spdlog::level::level_enum level_from_env() {
-  const char* v = std::getenv("TORCHTPU_LOG_LEVEL");
-  if (v == nullptr || *v == '\0') return spdlog::level::warn;
+  const char* set = config::getenv("TORCHTPU_LOG_LEVEL");
+  const std::string v = set != nullptr && *set != '\0'
+                            ? set
+                            : config::require("TORCHTPU_LOG_LEVEL").default_value;
   auto level = spdlog::level::from_str(v);  // "trace", "debug", "info", "warn", "err", "off"
-  if (std::string(v) == "error") level = spdlog::level::err;
+  if (v == "error") level = spdlog::level::err;
   return level;
 }
 

@@ -11,11 +11,11 @@ namespace {
 EagerMode initial_mode() {
   if (auto v = env::get("TORCHTPU_EAGER_MODE")) return eager_mode_from_name(*v);
   // TorchTPU's variable; TORCH_TPU_DEFER_AND_FUSE is the name torchtpu used for it before.
-  if (env::get("TPU_DEFER_AND_FUSE").value_or("0") == "1" ||
-      env::get("TORCH_TPU_DEFER_AND_FUSE").value_or("0") == "1") {
+  if (env::value("TPU_DEFER_AND_FUSE") == "1" ||
+      env::value("TORCH_TPU_DEFER_AND_FUSE") == "1") {
     return EagerMode::fused;
   }
-  if (env::get("TPU_LAUNCH_BLOCKING").value_or("0") == "1") return EagerMode::debug;
+  if (env::value("TPU_LAUNCH_BLOCKING") == "1") return EagerMode::debug;
   return EagerMode::strict;
 }
 
@@ -25,7 +25,7 @@ std::atomic<EagerMode>& mode_slot() {
 }
 
 std::atomic<bool>& nan_slot() {
-  static std::atomic<bool> on{env::get("TORCHTPU_CHECK_NANS").value_or("0") == "1"};
+  static std::atomic<bool> on{env::value("TORCHTPU_CHECK_NANS") == "1"};
   return on;
 }
 
@@ -86,7 +86,7 @@ EagerMode eager_mode_from_name(const std::string& n) {
 
 namespace {
 std::atomic<bool>& dry_slot() {
-  static std::atomic<bool> on{env::get("TORCHTPU_DRY_RUN").value_or("0") == "1"};
+  static std::atomic<bool> on{env::value("TORCHTPU_DRY_RUN") == "1"};
   return on;
 }
 }  // namespace

@@ -9,7 +9,7 @@ namespace torchtpu::runtime {
 
 namespace {
 bool read_one_openmp_team() {
-  const std::string v = env::get("TORCHTPU_ONE_OPENMP_TEAM").value_or("1");
+  const std::string v = env::value("TORCHTPU_ONE_OPENMP_TEAM");
   TORCH_CHECK(v == "0" || v == "1", "TORCHTPU_ONE_OPENMP_TEAM='", v, "': expected 0 or 1");
   return v == "1";
 }

@@ -193,7 +193,7 @@ StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority
 
 namespace {
 int inline_level_from_env() {
-  const std::string v = env::get("TORCHTPU_INLINE").value_or("1");
+  const std::string v = env::value("TORCHTPU_INLINE");
   if (v == "0") return 0;
   if (v == "all") return 2;
   TORCH_CHECK(v == "1", "TORCHTPU_INLINE='", v, "': expected 0, 1 or all");

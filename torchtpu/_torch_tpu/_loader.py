@@ -18,10 +18,11 @@ for them; torchtpu has no XLA device, so that request raises NotImplementedError
 """
 from __future__ import annotations
 
-import os
 import threading
 
 import torch
+
+from torchtpu import config
 
 __all__ = ["load"]
 
@@ -71,5 +72,5 @@ def load(allow_xla_backend: bool | None = None) -> None:
         _LOADED = True
     elif allow_xla_backend or (
             allow_xla_backend is None
-            and int(os.environ.get("TORCH_TPU_INTERNAL_ALLOW_XLA_BACKEND", 0))):
+            and int(config.value("TORCH_TPU_INTERNAL_ALLOW_XLA_BACKEND"))):
         _init_device("xla_cpu")

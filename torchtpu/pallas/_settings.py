@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
+
+from .. import config
 
 _state = threading.local()
 _DEFAULTS = {
     # Interpret mode's race detector (vector clocks over every buffer access and DMA).
-    "detect_races": os.environ.get("TORCHTPU_PALLAS_DETECT_RACES", "0") == "1",
+    "detect_races": config.flag("TORCHTPU_PALLAS_DETECT_RACES"),
     # "raise": an out-of-bounds read is an error; "uninitialized": it reads garbage, as a TPU.
-    "out_of_bounds_reads": os.environ.get("TORCHTPU_PALLAS_OOB_READS", "raise"),
+    "out_of_bounds_reads": config.value("TORCHTPU_PALLAS_OOB_READS"),
     # What never-written memory reads as: "nan" (shows up in results) or "zero".
-    "uninitialized_memory": os.environ.get("TORCHTPU_PALLAS_UNINITIALIZED", "nan"),
+    "uninitialized_memory": config.value("TORCHTPU_PALLAS_UNINITIALIZED"),
     # TensorCores a grid's "parallel" dimensions are split over (2: a megacore's two).
-    "num_cores_or_threads": int(os.environ.get("TORCHTPU_PALLAS_CORES", "1")),
+    "num_cores_or_threads": int(config.value("TORCHTPU_PALLAS_CORES")),
 }
 
 

@@ -19,8 +19,9 @@ counted in ``torchtpu.metrics`` like any other (no vLLM C++ kernel reads device 
 """
 from __future__ import annotations
 
-import os
 import threading
+
+from torchtpu import config
 
 _lock = threading.Lock()
 _requests: dict[str, dict] = {}
@@ -28,7 +29,7 @@ _requests: dict[str, dict] = {}
 
 def register() -> str | None:
     """vLLM's platform-plugin hook: the qualified name of the platform class, or None."""
-    if os.environ.get("TORCHTPU_VLLM", "1") == "0":
+    if config.value("TORCHTPU_VLLM") == "0":
         return None
     return "torchtpu.vllm.platform.TpuPlatform"
 
@@ -51,7 +52,7 @@ def _finish(req_ids) -> None:
     """With ``TORCHTPU_VLLM_REQUEST_LOG=path``, appends one JSON line per finished request to
     path (and forgets it): how a server (whose engine runs in a process of its own) reports
     each request's estimated TPU time."""
-    path = os.environ.get("TORCHTPU_VLLM_REQUEST_LOG")
+    path = config.get("TORCHTPU_VLLM_REQUEST_LOG")
     if not path or not req_ids:
         return
     import json

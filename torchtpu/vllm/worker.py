@@ -10,12 +10,12 @@ the weights and a profiling step hold (or ``kv_cache_memory_bytes``).
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 
 import torch
 
 import torchtpu  # noqa: F401  (registers "tpu")
+from torchtpu import config
 from vllm.logger import init_logger
 from vllm.utils.torch_utils import set_random_seed
 from vllm.v1.worker.cpu_model_runner import CPUModelRunner, _torch_cuda_wrapper
@@ -31,7 +31,7 @@ logger = init_logger("vllm.torchtpu")
 CHIPS = ("v5e", "v6e", "v7")
 # TORCHTPU_VLLM_REQUEST_STATS=0: no per-request statistics (pricing the ledger for the three
 # chips at every step is host time of its own).
-_STATS = os.environ.get("TORCHTPU_VLLM_REQUEST_STATS", "1") != "0"
+_STATS = config.value("TORCHTPU_VLLM_REQUEST_STATS") != "0"
 
 
 class TpuModelRunner(CPUModelRunner):

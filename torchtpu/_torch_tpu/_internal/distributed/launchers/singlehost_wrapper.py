@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable
 
 from torch_tpu._internal.distributed.tpu_topology import get_tpu_topology
+from torchtpu import config
 
 __all__ = ["WorkerWrapper", "prepare_tpu_environment", "tpu_env_wrapper"]
 
@@ -23,7 +24,7 @@ def prepare_tpu_environment(world_size: int | None = None) -> None:
     topology (unless set), and a profiler session id shared by the workers."""
     os.environ.setdefault("TORCH_TPU_XPROF_SESSION_ID", str(time.time_ns()))
     topology, _ = get_tpu_topology(world_size)
-    if "TORCH_TPU_TOPOLOGY" not in os.environ:
+    if config.raw("TORCH_TPU_TOPOLOGY") is None:
         if topology is None:
             raise ValueError("this host has no simulated chips (torch.tpu.device_count() is 0)")
         os.environ["TORCH_TPU_TOPOLOGY"] = topology
