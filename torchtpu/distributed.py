@@ -12,8 +12,9 @@ ICI of the simulated chip (sim/CostModel.cpp, "ICI"), on the ICI beside the Tens
 the current stream (compute on other streams overlaps it until they wait for it: sim/Ledger.h),
 and counted in torchtpu.metrics ("collectives.<kind>", "collectives.<kind>_bytes").
 
-Ops Gloo lacks are built from its own: AVG is a SUM divided by the group size; reduce-scatter is
-an all-reduce of the input whose own chunk is copied out.
+Ops Gloo lacks are built from its own: AVG is a SUM divided by the group size; PREMUL_SUM (FSDP2's
+gradient reduction) a SUM of the inputs multiplied by its factor first; reduce-scatter is an
+all-reduce of the input whose own chunk is copied out.
 
 Ranks that pass tensors of different shapes or dtypes to a collective would make Gloo abort the
 processes; each such collective first compares a small fingerprint of its tensors across ranks
@@ -145,13 +146,15 @@ class TpuProcessGroup(dist.ProcessGroup):
                 f"rank must pass tensors of the same shapes and dtypes to this collective.")
 
     def _sum_op(self, op):
-        """Gloo has no AVG: a SUM, divided afterwards (returns the op for Gloo and whether to
-        divide)."""
+        """Gloo has neither AVG nor PREMUL_SUM: AVG is a SUM divided by the group size afterwards,
+        PREMUL_SUM a SUM of the inputs each multiplied by the op's factor first (a number or a
+        tensor, as FSDP2 gives it), as NCCL computes it. Returns the op for Gloo, whether to
+        divide, and the factor (None but for PREMUL_SUM)."""
         if op == dist.ReduceOp.AVG:
-            return dist.ReduceOp.SUM, True
-        if op in (dist.ReduceOp.PREMUL_SUM,):
-            raise ValueError("tpu_dist: PREMUL_SUM is not supported; scale the tensor and use SUM")
-        return op, False
+            return dist.ReduceOp.SUM, True, None
+        if op == dist.ReduceOp.PREMUL_SUM:
+            return dist.ReduceOp.SUM, False, op.factor
+        return op, False, None
 
     def _finish(self, work, divide_these=()):
         if not divide_these:
@@ -163,9 +166,12 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     # -- collectives
     def _allreduce(self, gloo_fn, options_type, tensors, opts):
-        views = _views(tensors)
         self._check_same("all_reduce", tensors)
-        op, divide = self._sum_op(opts.reduceOp)
+        op, divide, factor = self._sum_op(opts.reduceOp)
+        if factor is not None:
+            for t in tensors:  # (the inputs are the outputs)
+                t.mul_(factor)
+        views = _views(tensors)
         o = options_type()
         o.reduceOp = op
         o.timeout = opts.timeout
@@ -185,13 +191,22 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._issued("broadcast", _nbytes(tensors), work)
 
     def reduce(self, tensors, opts=ReduceOptions()):
-        views = _views(tensors)
         self._check_same("reduce", tensors)
-        op, divide = self._sum_op(opts.reduceOp)
+        op, divide, factor = self._sum_op(opts.reduceOp)
+        root = self._rank == opts.rootRank
+        if factor is not None:
+            # (a rank other than the root keeps its input: the scaled copy is reduced)
+            scaled = [t * factor for t in tensors]
         o = ReduceOptions()
         o.reduceOp, o.rootRank, o.rootTensor, o.timeout = op, opts.rootRank, opts.rootTensor, opts.timeout
-        mine = tensors if divide and self._rank == opts.rootRank else ()
-        work = self._finish(self._gloo.reduce(views, o), mine)
+        work = self._gloo.reduce(_views(tensors if factor is None else scaled), o)
+        if factor is not None:
+            work.wait()
+            if root:
+                for t, r in zip(tensors, scaled):
+                    t.copy_(r)
+            work = _done(list(tensors))
+        work = self._finish(work, tensors if divide and root else ())
         return self._issued("reduce", _nbytes(tensors), work)
 
     def allgather(self, output_tensors, input_tensors, opts=AllgatherOptions()):
@@ -214,11 +229,13 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=ReduceScatterOptions()):
         # Gloo's reduce-scatter: an all-reduce of this rank's inputs, then its own chunk.
-        op, divide = self._sum_op(opts.reduceOp)
+        op, divide, factor = self._sum_op(opts.reduceOp)
         for out, ins in zip(output_tensors, input_tensors, strict=True):
             whole = torch.stack([i.to(out.device) for i in ins]) if ins else None
             if whole is None:
                 continue
+            if factor is not None:
+                whole.mul_(factor)
             w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
             w.wait()
             out.copy_(whole[self._rank])
@@ -229,8 +246,8 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter_single(self, output, input, opts=ReduceScatterOptions()):
         self._check_same("reduce_scatter_tensor", [output, input])
-        op, divide = self._sum_op(opts.reduceOp)
-        whole = input.clone()
+        op, divide, factor = self._sum_op(opts.reduceOp)
+        whole = input.clone() if factor is None else input * factor
         w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
         w.wait()
         chunk = whole.reshape(self._size, -1)[self._rank].reshape(output.shape)

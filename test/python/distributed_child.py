@@ -30,6 +30,18 @@ def collectives(rank, size, dev):
         t = torch.full((3,), float(rank + 1), device=dev)
         dist.all_reduce(t, op=op)
         out[f"all_reduce_{name}"] = t.cpu().tolist()
+    # PREMUL_SUM (FSDP2's gradient reduction): each input scaled by the factor, then summed
+    for name, factor in (("float", 0.5), ("tensor", torch.tensor(0.25))):
+        t = torch.full((3,), float(rank + 1), device=dev)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(factor))
+        out[f"all_reduce_premul_{name}"] = t.cpu().tolist()
+    rs = torch.empty(2, device=dev)
+    dist.reduce_scatter_tensor(rs, torch.arange(2.0 * size, device=dev) * (rank + 1),
+                               op=dist._make_nccl_premul_sum(0.5))
+    out["reduce_scatter_premul"] = rs.cpu().tolist()
+    r = torch.full((2,), float(rank + 1), device=dev)
+    dist.reduce(r, dst=0, op=dist._make_nccl_premul_sum(2.0))
+    out["reduce_premul"] = r.cpu().tolist()
     b = torch.full((3,), float(rank), device=dev)
     dist.broadcast(b, src=size - 1)
     out["broadcast"] = b.cpu().tolist()

@@ -78,6 +78,10 @@ def test_every_collective_matches_its_definition(size, visible, tmp_path):
         for r in ranks:
             prod *= r + 1
         assert out["all_reduce_product"] == [prod] * 3
+        assert out["all_reduce_premul_float"] == [0.5 * total] * 3
+        assert out["all_reduce_premul_tensor"] == [0.25 * total] * 3
+        assert out["reduce_scatter_premul"] == [0.5 * total * (2 * rank + j) for j in range(2)]
+        assert out["reduce_premul"] == ([2.0 * total] * 2 if rank == 0 else [float(rank + 1)] * 2)
         assert out["broadcast"] == [float(size - 1)] * 3
         if rank == 0:
             assert out["reduce"] == [float(total)] * 2
