@@ -160,8 +160,12 @@ def current_device() -> int:
 
 
 def set_device(device: Any) -> None:
+    """Selects the current device and initializes the runtime, as ``torch.cuda.set_device``
+    does: code that asks whether the device is initialized to choose an index (FakeTensor's
+    device of ``torch.empty(device="tpu")``, meta-device initialization) then sees this one."""
     idx = _index(device)
     if idx >= 0:
+        _lazy_init()
         _C.set_device(idx)
 
 
@@ -173,6 +177,8 @@ class device:
         self.prev_idx = -1
 
     def __enter__(self):
+        if self.idx >= 0:
+            _lazy_init()  # (as torch.cuda.device: its exchange initializes the runtime)
         self.prev_idx = _C.exchange_device(self.idx)
 
     def __exit__(self, *args: Any) -> bool:

@@ -150,3 +150,25 @@ def test_lazy_init_and_seed_protocol():
     torch.tpu.init()
     assert torch.tpu.is_initialized()
     assert isinstance(torch.tpu.initial_seed(), int)
+
+
+@pytest.mark.parametrize("select", ["set_device", "device context"])
+def test_selecting_a_device_initializes_the_runtime_as_cudas_does(select):
+    """torch.cuda.set_device (and entering torch.cuda.device) initializes CUDA; code then reads
+    the current device to give an index-less device one: FakeTensor's torch.empty(device=...),
+    FSDP2's meta-device initialization (TorchTitan). On tpu, set_device(1) left the runtime
+    uninitialized until the first allocation, and fake tensors landed on tpu:0."""
+    from conftest import run_python
+
+    enter = ("torch.tpu.set_device(1)" if select == "set_device"
+             else "ctx = torch.tpu.device(1); ctx.__enter__()")
+    out = run_python(f"""
+        import torch, torchtpu
+        assert not torch.tpu.is_initialized()
+        {enter}
+        from torch._subclasses import FakeTensorMode
+        with FakeTensorMode():
+            t = torch.empty(2, device="tpu")
+        print(torch.tpu.is_initialized(), t.device)
+    """)
+    assert out.stdout.split() == ["True", "tpu:1"]
