@@ -62,6 +62,9 @@ _torch_tpu_finder.install()  # `import torch_tpu` without a real TorchTPU (docs/
 from . import profiler as _profiler  # noqa: E402
 
 _profiler.install()  # torch.profiler.xprof_trace_handler, TorchTPU's name (docs/insight.md)
+from . import _flex_attention  # noqa: E402
+
+_flex_attention.install()  # FlexAttention takes tpu tensors (docs/cuda-parity.md)
 from . import backends as _backends  # noqa: E402
 
 _backends.install()  # torch.backends.tpu (allow_excess_precision)
