@@ -6,6 +6,7 @@ this machine*; TPU times are *estimated* by torchtpu's cost model for the simula
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import platform
@@ -46,7 +47,10 @@ def median(xs: list[float]) -> float:
 
 
 def machine() -> dict:
+    """The machine and the run's date and commit, recorded in every result (benchmarks/readme.py
+    prints them beside the figures)."""
     info = {
+        "date": datetime.date.today().isoformat(),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "platform": platform.platform(),
