@@ -1,0 +1,84 @@
+"""The documentation's figures and links: benchmarks/README.md is what benchmarks/readme.py writes
+from benchmarks/results/*.json (no figure typed by hand, none left behind by a rerun), and every
+relative link of the pages a newcomer starts from points to a file that exists."""
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.one_tier("reads the docs and the committed results, not the device")
+
+# The pages whose relative links are checked.
+PAGES = ["README.md", "docs/features.md", "benchmarks/README.md"]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("benchmarks_readme", ROOT / "benchmarks" / "readme.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _full_history() -> bool:
+    """Whether git can give each result file its last commit's date (a clone with its history)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "false"
+
+
+def test_the_benchmarks_page_is_generated_from_the_results():
+    generated = _generator().render()
+    committed = (ROOT / "benchmarks" / "README.md").read_text()
+    if not _full_history():
+        # Without git history the dates of results that do not record one are unknown here.
+        date = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+        generated, committed = date.sub("DATE", generated), date.sub("DATE", committed)
+    assert committed == generated, (
+        "benchmarks/README.md is not what benchmarks/readme.py writes from benchmarks/results/: "
+        "run python benchmarks/readme.py")
+
+
+def test_the_benchmarks_page_covers_every_result():
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+        assert f"(results/{path.name})" in text, f"{path.name} has no section in benchmarks/README.md"
+
+
+def relative_links(page: str) -> list[str]:
+    """The relative link targets of a markdown page (no URLs, no in-page anchors), without their
+    anchors."""
+    text = (ROOT / page).read_text()
+    text = re.sub(r"```.*?```", "", text, flags=re.S)      # code blocks hold no links
+    targets = re.findall(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", text)
+    return [t.split("#", 1)[0] for t in targets
+            if not re.match(r"[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
+
+
+def broken_links(page: str) -> list[str]:
+    base = (ROOT / page).parent
+    return [t for t in relative_links(page) if not (base / t).exists()]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_relative_link_points_to_a_file(page):
+    assert (ROOT / page).exists(), page
+    assert relative_links(page), f"{page} has no relative link: the check would prove nothing"
+    assert broken_links(page) == [], f"{page}: links to files that do not exist"
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text("[ok](page.md) [gone](missing.md#part) [web](https://pytorch.org) [here](#top)\n"
+                    "```\n[in code](not-a-link.md)\n```\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert relative_links("page.md") == ["page.md", "missing.md"]
+    assert broken_links("page.md") == ["missing.md"]
