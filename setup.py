@@ -103,7 +103,7 @@ setup(
     entry_points={
         "torch.backends": ["torchtpu = torchtpu:_autoload"],
         # torch.compile(backend="tpu"), found by Dynamo when it first looks a backend up
-        "torch_dynamo_backends": ["tpu = torchtpu._dynamo_backend:tpu_backend"],
+        "torch_dynamo_backends": ["tpu = torchtpu.compile:tpu_backend"],
         # vLLM's out-of-tree platform for "tpu" (torchtpu/vllm/, docs/ecosystem.md)
         "vllm.platform_plugins": ["torchtpu = torchtpu.vllm:register"],
     },

@@ -35,7 +35,7 @@ torch.utils.generate_methods_for_privateuse1_backend(
 
 from . import debug  # noqa: E402,F401
 from . import metrics  # noqa: E402
-from . import _inductor_route  # noqa: E402
+from .compile import inductor_route as _inductor_route  # noqa: E402
 from . import _meta_kernels  # noqa: E402
 from . import _accelerate_hook  # noqa: E402
 from . import _custom_ops  # noqa: E402

@@ -169,7 +169,7 @@ def compiled() -> dict:
             "misses": c.get("compile.cache_misses", 0),
             "saved": c.get("compile.cache_saved", 0),
             # entry files read from / written to the directory kept across runs, with a tier-2
-            # working directory (torchtpu/_cache_location.py)
+            # working directory (torchtpu/compile/cache_location.py)
             "kept_reads": c.get("compile.cache_kept_reads", 0),
             "kept_writes": c.get("compile.cache_kept_writes", 0),
             "bypasses": {k[len("compile.cache_bypass."):]: v for k, v in c.items()
@@ -193,19 +193,28 @@ def compiled() -> dict:
 _dynamo_seen: tuple = ({}, set())
 
 
+# What compiled mode registers here (torchtpu/compile/): its programs, and the disk cache's
+# directory once the cache is in use. (metrics sits below the compile package: it is told, it
+# does not import it.)
+_compiled_sources = {"programs": lambda: [], "cache_directory": lambda: None}
+
+
+def _register_compiled(**sources) -> None:
+    unknown = set(sources) - set(_compiled_sources)
+    if unknown:
+        raise KeyError(f"unknown compiled-mode metrics sources: {sorted(unknown)}")
+    _compiled_sources.update(sources)
+
+
 def _compile_cache_directory():
-    if "torchtpu._compile_cache" not in sys.modules:
-        return None
-    return sys.modules["torchtpu._compile_cache"].directory()
+    return _compiled_sources["cache_directory"]()
 
 
 def programs() -> list[dict]:
     """Every compiled program alive (``torch.compile(backend="tpu")``): its name, ops, regions,
     fused regions, ops eliminated, runs, the estimated device time of one run (one launch) and
     its region IR."""
-    if "torchtpu._dynamo_backend" not in sys.modules:
-        return []
-    return sys.modules["torchtpu._dynamo_backend"].programs()
+    return _compiled_sources["programs"]()
 
 
 def reset() -> None:

@@ -1,4 +1,4 @@
-"""torch.compile(backend="tpu") (torchtpu/_dynamo_backend.py): the backend is found by name, and
+"""torch.compile(backend="tpu") (torchtpu/compile/): the backend is found by name, and
 compiled training steps, inference, dynamic shapes, graph breaks, recompilations, input mutations
 and a Hugging Face static-cache generate() give the CPU's results, with what was compiled
 counted in torchtpu.metrics.compiled()."""
@@ -313,7 +313,7 @@ def test_the_default_torch_compile_on_tpu_tensors_is_compiled_by_backend_tpu():
     """torch.compile(model) without a backend: torch's Inductor has no code generator for the
     simulated chip (it sends "tpu" to Pallas, which needs jax), so graphs on "tpu" are routed
     to backend "tpu", with a warning; graphs on the CPU still go to Inductor."""
-    from torchtpu import _inductor_route
+    from torchtpu.compile import inductor_route as _inductor_route
 
     _inductor_route._warned = False
     model = mlp()

@@ -1,5 +1,5 @@
 """Google TorchTPU's tier-2 and tier-3 compilation caches over compiled mode's disk cache
-(torchtpu/_cache_location.py, docs/compiled-mode.md "The compilation cache"): which variables turn
+(torchtpu/compile/cache_location.py, docs/compiled-mode.md "The compilation cache"): which variables turn
 them on and where, entries read from the tier-3 directory when the tier-2 one lacks them and
 written to both, and processes of one host compiling a graph once."""
 import json
@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from torchtpu import _cache_location
+from torchtpu.compile import cache_location as _cache_location
 
 pytestmark = pytest.mark.one_tier("the disk cache keeps AOTAutograd's graphs, which do not depend "
                                   "on the eager mode")

@@ -190,7 +190,7 @@ def test_helpers_and_xla_only_names():
         compile_compiler.StaticCompiler  # noqa: B018
     # Importing the module leaves backend="tpu" torchtpu's own.
     from torch._dynamo.backends.registry import lookup_backend
-    from torchtpu._dynamo_backend import tpu_backend
+    from torchtpu.compile import tpu_backend
     assert lookup_backend("tpu") is tpu_backend
 
 

@@ -4,7 +4,7 @@ torchtpu's compiled mode (``_backend.py``; docs/compiled-mode.md, docs/coming-fr
 Importing TorchTPU's module registers its backend as ``"tpu"`` and changes Dynamo's and
 AOTAutograd's configuration for it (graph-safe RNG, collectives kept out of graphs, tracing into
 ``backward``). torchtpu's ``"tpu"`` is registered already (setup.py's ``torch_dynamo_backends``
-entry point, torchtpu/_dynamo_backend.py) and needs none of those settings, so importing this
+entry point, torchtpu/compile/) and needs none of those settings, so importing this
 module changes nothing: ``backend="tpu"`` stays torchtpu's backend, which unlike TorchTPU's takes
 dynamic shapes, and ``TpuBackend()`` is TorchTPU's object with TorchTPU's refusals.
 """

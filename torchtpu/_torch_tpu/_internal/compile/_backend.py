@@ -1,5 +1,5 @@
 """``torch_tpu._internal.compile._backend``: TorchTPU's ``torch.compile`` backend object
-``TpuBackend`` and its helpers, over torchtpu's compiled mode (torchtpu/_dynamo_backend.py,
+``TpuBackend`` and its helpers, over torchtpu's compiled mode (torchtpu/compile/,
 docs/compiled-mode.md; docs/coming-from-torchtpu.md).
 
 ``torch.compile(model, backend=TpuBackend())`` compiles as ``backend="tpu"`` does on torchtpu:
@@ -88,7 +88,7 @@ class TpuBackend:
 
     def __call__(self, graph_module: torch.fx.GraphModule, example_inputs: Sequence[Any],
                  **kwargs) -> Callable[..., Any]:
-        from torchtpu._dynamo_backend import tpu_backend
+        from torchtpu.compile import tpu_backend
 
         options = dict(kwargs.get("options") or {})
         is_async = bool(options.pop("async_compile", False))

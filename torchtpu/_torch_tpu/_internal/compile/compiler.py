@@ -5,7 +5,7 @@ each graph it compiles (``CompiledArtifact``) and ``has_dynamic_symints``
 TorchTPU lowers each ATen graph of AOTAutograd to StableHLO and compiles it with XLA into a
 PjRt executable; its artifact runs that executable and, with ``TpuBackend(debug=True)``, keeps
 the graph's code (``graph_module_debug_str``) and its StableHLO (``mlir_text``). torchtpu runs
-each graph as a program of its compiled mode (torchtpu/_dynamo_backend.py, ``_GraphProgram``:
+each graph as a program of its compiled mode (torchtpu/compile/program.py, ``_GraphProgram``:
 captured by fused eager's recorder at its first call, planned, replayed): the artifact here is
 that program under TorchTPU's names. Its ``mlir_text`` is the graph's ops as fused eager records
 them, written as StableHLO text by the twin's ``sync.computation_mlir`` writer
@@ -58,7 +58,7 @@ def has_dynamic_symints(args) -> bool:
 class CompiledArtifact:
     """One ATen graph compiled by ``TpuBackend`` (forward, backward or inference), in the order
     ``TpuBackend._compiled_executables`` lists them: torchtpu's program of the graph
-    (``torchtpu._dynamo_backend._GraphProgram``). Called with AOTAutograd's boxed convention (a
+    (``torchtpu.compile.program._GraphProgram``). Called with AOTAutograd's boxed convention (a
     list of inputs), it runs the graph as compiled mode does."""
 
     _boxed_call = True

@@ -1,6 +1,6 @@
 """Where compiled mode's disk cache lives (docs/compiled-mode.md, "The compilation cache"): one
 directory it works in, and one it also keeps its entries in. Light on purpose: the backend asks
-whether the cache is on for every Dynamo graph, and the cache itself (``_compile_cache.py``)
+whether the cache is on for every Dynamo graph, and the cache itself (``cache.py``)
 imports parts of Inductor.
 
 Two sets of variables choose them, torchtpu's and Google TorchTPU's tiers:
@@ -19,7 +19,7 @@ Two sets of variables choose them, torchtpu's and Google TorchTPU's tiers:
 With the tier-2 cache on, the cache works there; entries missing from it are read from the
 directory kept across runs (``TORCHTPU_CACHE_DIR`` or the tier-3 root) and new entries are
 written to both. Without it, the cache works in the directory kept across runs. Each directory
-holds this build's entries under ``build-<hash>`` (``_compile_cache.directory``).
+holds this build's entries under ``build-<hash>`` (``cache.directory``).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from . import config
+from .. import config
 
 TIER2_ROOT = "/dev/shm/torch_tpu_cache"
 

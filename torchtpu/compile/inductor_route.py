@@ -18,7 +18,7 @@ import functools
 import sys
 import warnings
 
-from . import _C
+from .. import _C
 
 _TARGET = "torch._inductor.compile_fx"
 _warned = False
@@ -47,7 +47,7 @@ def _route(module) -> None:
         global _warned
         if not _on_tpu(model_, example_inputs_):
             return original(model_, example_inputs_, *args, **kwargs)
-        from ._dynamo_backend import tpu_backend
+        from .backend import tpu_backend
 
         _C.metrics_count("compile.inductor_routed", 1)
         if not _warned:

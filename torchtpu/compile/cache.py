@@ -1,5 +1,5 @@
 """The compilation cache on disk of ``torch.compile(backend="tpu")`` (``TORCHTPU_CACHE_DIR``, or
-Google TorchTPU's tier-2 and tier-3 caches: ``_cache_location.py``; docs/compiled-mode.md).
+Google TorchTPU's tier-2 and tier-3 caches: ``cache_location.py``; docs/compiled-mode.md).
 
 With the cache on, the ATen graphs AOTAutograd makes of a Dynamo graph are kept on
 disk by PyTorch's own AOTAutograd cache, in its bundled form (the graphs travel inside the
@@ -27,7 +27,9 @@ from torch._functorch._aot_autograd import autograd_cache
 from torch._functorch._aot_autograd.autograd_cache import AOTAutogradCacheDetails
 from torch._inductor.output_code import OutputCode
 
-from . import _C, _cache_location, config as _config
+from .. import _C, config as _config, metrics as _metrics
+from . import cache_location as _cache_location
+from .program import _new_graph
 
 _build = None  # this build's subdirectory name
 _aot = None  # aot_autograd with cacheable compilers
@@ -58,7 +60,7 @@ def _build_dir(root: str | None) -> str | None:
 
 def directory():
     """The directory of this build's entries the cache works in, or None when it is off
-    (_cache_location.py says which variables choose it)."""
+    (cache_location.py says which variables choose it)."""
     return _build_dir(_cache_location.location().working)
 
 
@@ -176,12 +178,6 @@ def _kept_metadata(key: str) -> bool:
     return key == "stack_trace"
 
 
-def _new_graph(gm, kind, random_op=..., options=None, symbolic=...):
-    from ._dynamo_backend import _new_graph as new_graph
-
-    return new_graph(gm, kind, random_op, options, symbolic)
-
-
 def _cacheable_aot():
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
@@ -281,3 +277,6 @@ def compile(gm, example_inputs, options, on_graph=None):
             reason = _bypass_reason or "the entry could not be read (TORCH_LOGS=aot_graphs)"
             _C.metrics_count(f"compile.cache_bypass.{reason}", bypassed)
             _bypass_reason = None
+
+
+_metrics._register_compiled(cache_directory=directory)
