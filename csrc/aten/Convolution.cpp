@@ -146,7 +146,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
     }
     if (dtype == at::kHalf) out = out.to(at::kHalf);
   } else {
-    if (dtype != at::kBFloat16) {
+    // (Integers: int8 passes on the MXU, exact modulo 2^bits as the CPU's result: sim/Mxu.h.)
+    if (dtype != at::kBFloat16 && sim::int8_limbs(dtype) == 0) {
       note_fallback("aten::convolution (" + std::string(c10::toString(dtype)) + ")",
                     "uses a dtype the MXU does not take; it runs on the host, in place on the "
                     "device memory.");
@@ -210,7 +211,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
       }
     }
   } else {
-    if (dtype != at::kBFloat16) {
+    // (Integers: int8 passes on the MXU, exact modulo 2^bits as the CPU's result: sim/Mxu.h.)
+    if (dtype != at::kBFloat16 && sim::int8_limbs(dtype) == 0) {
       note_fallback("aten::convolution_backward (" + std::string(c10::toString(dtype)) + ")",
                     "uses a dtype the MXU does not take; it runs on the host, in place on the "
                     "device memory.");

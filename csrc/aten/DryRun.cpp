@@ -252,6 +252,8 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
     sim::record(name, estimate_fallback_op(charged));
   } else if (auto e = estimate_mxu_op(name, args, returned)) {
     sim::record(charge_name(name, traits), *e);
+  } else if (auto r = estimate_random_op(name, args, returned)) {
+    sim::record(name.substr(0, name.find('.')), *r);
   } else if (traits.random) {
     static const std::string random = "aten::random";
     charge_vpu_op(random, op_traits(random), charged);

@@ -44,6 +44,11 @@ std::optional<std::vector<at::Tensor>> meta_results(
 std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
                                              c10::ArrayRef<c10::IValue> args,
                                              const std::vector<at::Tensor>& results);
+// a random op with a charge of its own (multinomial: aten/Random.cpp) from its arguments and
+// results; nullopt for another op (the random fills are charged as one pass of "aten::random").
+std::optional<sim::Estimate> estimate_random_op(const std::string& name,
+                                                c10::ArrayRef<c10::IValue> args,
+                                                const std::vector<at::Tensor>& results);
 // The results of the fused attention ops (aten/Matmul.cpp) as meta tensors laid out as their
 // kernels lay them out, and their integer results in *constants (as meta_results gives them),
 // without PyTorch's Python meta kernels; nullopt for another op.

@@ -2,9 +2,9 @@
 // their out_dtype overloads and fp8 _scaled_mm (convolutions: aten/Convolution.cpp; fused
 // attention: aten/Attention.cpp). PyTorch's matmul, linear and mv decompose into these. Each kernel checks its inputs
 // with CPU's rules and messages, sizes its output, runs the product through sim::matmul (TPU
-// numerics) and charges the launch to the cost model. dtypes the MXU does not take (float64,
-// complex, integers other than int8) run the host kernel on the device memory instead, counted
-// as a fallback.
+// numerics) and charges the launch to the cost model; integers wider than int8 (and uint8) are
+// int8 passes on the MXU (sim/Mxu.h). dtypes the MXU does not take (float64, complex, bool,
+// uint16/32/64) run the host kernel on the device memory instead, counted as a fallback.
 
 #include "aten/DryRun.h"
 #include "aten/Products.h"
@@ -166,7 +166,8 @@ void product(const std::string& op, const at::Tensor& self, const at::Tensor& a,
   if (!sim::mxu_supports(a.scalar_type())) {
     note_fallback(op + " (" + std::string(c10::toString(a.scalar_type())) + ")",
                   "uses a dtype the MXU does not take (it multiplies bf16, float32 in bf16 "
-                  "passes, float16 and int8); it runs on the host, in place on the device memory.");
+                  "passes, float16, and integers in int8 passes); it runs on the host, in place "
+                  "on the device memory.");
     wait_for_device(out.device());
     const runtime::metrics::HostTime timed(op);
     run_product(h_self, h_a, h_b, beta, alpha, h_out, aliased, false, sim::Precision::kHighest);

@@ -216,6 +216,8 @@ constexpr Row kTable[] = {
     // ---- kernels of their own (Kernels.cpp, Random.cpp, Recurrent.cpp) ----
     {"_copy_from", 0}, {"fill", writes_only}, {"zero", writes_only},
     {"random", 0, 4},  // the random fills (normal_, uniform_, bernoulli_, ...) are charged as this
+    // (a draw, a division and an argmax per category: Random.cpp's multinomial_estimate)
+    {"multinomial", 0, 7},
     {"histc", 0, 2}, {"_thnn_fused_gru_cell", 0, 3}, {"_thnn_fused_gru_cell_backward", 0, 4},
     {"_thnn_fused_lstm_cell", 0, 3}, {"_thnn_fused_lstm_cell_backward", 0, 4},
     // ---- the MXU (Matmul.cpp) ----

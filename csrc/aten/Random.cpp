@@ -1,20 +1,25 @@
 // The random ops: the fills drawn from the device generator (normal_, uniform_, bernoulli_.float,
-// random_ and its overloads, exponential_) and dropout (native_dropout, and dropout_on_device,
+// random_ and its overloads, exponential_), multinomial (sampling from categorical
+// distributions: every sampled `generate`) and dropout (native_dropout, and dropout_on_device,
 // the decomposition fused eager records too: Launch.h). They are one concern because they share
 // one rule: the generator's state advances by what the kernel draws, so every one of them draws
 // from the device generator on the calling thread, after the queued work, and gives the CPU's
 // numbers for a seed in every eager mode (runtime/Generator.h, docs/runtime.md).
 #include "aten/Charge.h"
+#include "aten/DryRun.h"
 #include "aten/Entry.h"
 #include "aten/HostAlias.h"
 #include "aten/Launch.h"
 #include "runtime/Generator.h"
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/multinomial.h>
 #include <ATen/ops/ones_like.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <mutex>
 
 namespace torchtpu::aten {
@@ -32,6 +37,46 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> dropout_on_device(const at::Te
   noise.bernoulli_(1 - p);
   at::Tensor output = input.mul(noise.mul(1 / (1 - p)));
   return std::make_tuple(std::move(output), noise.to(at::kBool));
+}
+
+namespace {
+
+// The launch of multinomial on the chip (also a dry run's charge: estimate_random_op): sampling as XLA lowers it, a pass over the
+// probabilities that draws a random number per category, divides and reduces to the argmax
+// (OpTraits' units of "multinomial"), with a top-k instead for several samples without
+// replacement (the units of "topk" more); with replacement, a cumulative sum over the
+// probabilities (the units of "cumsum") and per sample a uniform draw (the units of "random")
+// and a binary search over the categories (a unit per step).
+sim::Estimate multinomial_estimate(const at::Tensor& self, const at::Tensor& out, int64_t n_sample,
+                                   bool replacement) {
+  static const double sample = op_traits("aten::multinomial").vpu_units;
+  static const double topk = op_traits("aten::topk").vpu_units;
+  static const double cumsum = op_traits("aten::cumsum").vpu_units;
+  static const double draw = op_traits("aten::random").vpu_units;
+  const auto& model = sim::cost_model();
+  const bool emulated = self.scalar_type() == at::kDouble;
+  const double bytes =
+      sim::CostModel::padded_bytes(self.sizes(), static_cast<int>(self.element_size())) +
+      sim::CostModel::padded_bytes(out.sizes(), static_cast<int>(out.element_size()));
+  if (replacement && n_sample > 1) {
+    const double steps = std::ceil(std::log2(std::max<double>(2, self.size(-1))));
+    return model.combine(model.vector(self.numel(), cumsum, bytes, emulated),
+                         model.vector(out.numel(), draw + steps, 0, emulated));
+  }
+  return model.vector(self.numel(), sample + (n_sample > 1 ? topk : 0), bytes, emulated);
+}
+
+}  // namespace
+
+std::optional<sim::Estimate> estimate_random_op(const std::string& name,
+                                                c10::ArrayRef<c10::IValue> args,
+                                                const std::vector<at::Tensor>& results) {
+  if (name.rfind("aten::multinomial", 0) == 0 && !results.empty() && args.size() >= 3 &&
+      args[0].isTensor()) {
+    return multinomial_estimate(args[0].toTensor(), results[0], args[1].toInt(),
+                                args[2].toBool());
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -89,6 +134,57 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
                      [&](at::Tensor& t, at::Generator& g) { t.exponential_(lambd, g); });
 }
 
+// multinomial: PyTorch's CPU kernel on a host alias of the probabilities with the device
+// generator lent to it, so a seed gives the CPU's samples in every eager mode (the
+// exponential-race algorithm, argmax or topk of p / q with q ~ Exp(1), without replacement or for
+// one sample; the cumulative distribution and a binary search per uniform draw with
+// replacement). Like the random fills it runs on the calling thread after the queued work: its
+// draws advance the generator by an amount known only once it ran, and the CPU kernel reads the
+// values for its checks ("probability tensor contains either `inf`, `nan` or element < 0",
+// "invalid multinomial distribution"), which raise at the call with the CPU's messages.
+// The host result (int64) is computed into `result`, whose dtype the CPU kernel checks.
+void draw_multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
+                      const std::optional<at::Generator>& gen, at::Tensor& result) {
+  at::Generator g = gen.has_value() && gen->defined()
+                        ? *gen
+                        : runtime::default_generator(self.device().index());
+  auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
+  wait_for_device(self.device());
+  std::lock_guard<std::mutex> lock(g.mutex());
+  at::Generator host = impl->host_copy();
+  try {
+    at::multinomial_out(result, host_alias(self), n_sample, replacement, host);
+  } catch (...) {
+    // (A distribution refused after others drew: the generator keeps those draws, as the CPU's.)
+    impl->assign_from_host(host);
+    throw;
+  }
+  impl->assign_from_host(host);
+}
+
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
+                            std::optional<at::Generator> gen, at::Tensor& out) {
+  check_same_device("aten::multinomial", {&self, &out});
+  at::Tensor result = at::empty({0}, out.options().device(at::kCPU));
+  draw_multinomial(self, n_sample, replacement, gen, result);
+  {
+    const c10::DeviceGuard guard(out.device());
+    out.resize_(result.sizes());  // (as the CPU kernel resizes its out= tensor)
+  }
+  if (result.numel() > 0) host_alias(out).copy_(result);
+  sim::record("aten::multinomial", multinomial_estimate(self, out, n_sample, replacement));
+  return out;
+}
+
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
+                       std::optional<at::Generator> gen) {
+  at::Tensor result = at::empty({0}, self.options().device(at::kCPU).dtype(at::kLong));
+  draw_multinomial(self, n_sample, replacement, gen, result);
+  at::Tensor out = on_device(result, self.device());
+  sim::record("aten::multinomial", multinomial_estimate(self, out, n_sample, replacement));
+  return out;
+}
+
 // native_dropout: the mask from the device generator (Launch.h), the other cases as the CPU
 // kernel computes them.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
@@ -118,6 +214,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", entry(TORCH_FN(random_to_), Capture::random));
   m.impl("random_.from", entry(TORCH_FN(random_from_), Capture::random));
   m.impl("exponential_", entry(TORCH_FN(exponential_), Capture::random));
+  m.impl("multinomial", entry(TORCH_FN(multinomial), Capture::random));
+  m.impl("multinomial.out", entry(TORCH_FN(multinomial_out), Capture::random));
   m.impl("native_dropout", entry(TORCH_FN(native_dropout), Capture::random));
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/Device.h"
 #include "runtime/Metrics.h"
 #include "runtime/Mode.h"
+#include "sim/Mxu.h"
 
 #include <ATen/EmptyTensor.h>
 #include <c10/util/strides.h>
@@ -22,8 +23,9 @@ using runtime::FlushReason;
 
 namespace {
 
-// Matmuls are recorded when their operands share an MXU dtype: other dtypes are fallbacks or
-// errors, which must happen at the op (as in strict eager), not when the graph runs.
+// Matmuls are recorded when their operands share an MXU dtype (integers included: int8 passes,
+// sim/Mxu.h): other dtypes are fallbacks or errors, which must happen at the op (as in strict
+// eager), not when the graph runs.
 bool mxu_recordable(const aten::OpTraits& traits, c10::ArrayRef<c10::IValue> args) {
   if (traits.unit != aten::OpUnit::mxu) return true;
   std::optional<c10::ScalarType> dtype;
@@ -37,7 +39,7 @@ bool mxu_recordable(const aten::OpTraits& traits, c10::ArrayRef<c10::IValue> arg
   }
   if (!ok || !dtype) return false;
   if (traits.integer_operands) return *dtype == c10::kChar || *dtype == c10::kInt;
-  return *dtype == c10::kFloat || *dtype == c10::kBFloat16 || *dtype == c10::kHalf;
+  return sim::mxu_supports(*dtype);
 }
 
 }  // namespace

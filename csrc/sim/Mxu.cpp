@@ -237,13 +237,31 @@ std::optional<Precision> precision_override() { return tls_override; }
 
 void set_precision_override(std::optional<Precision> precision) { tls_override = precision; }
 
+int int8_limbs(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kChar:
+    case at::kByte:
+      return 1;
+    case at::kShort:
+      return 2;
+    case at::kInt:
+      return 4;
+    case at::kLong:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 bool mxu_supports(c10::ScalarType dtype) {
   return dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf ||
-         dtype == at::kChar;
+         int8_limbs(dtype) > 0;
 }
 
 int matmul_passes(c10::ScalarType dtype) {
   if (dtype == at::kFloat || dtype == at::kHalf) return passes(current_precision());
+  const int limbs = int8_limbs(dtype);
+  if (limbs > 1) return limbs * (limbs + 1) / 2;  // the limb pairs i + j < limbs
   return 1;
 }
 
@@ -275,6 +293,14 @@ void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Pre
       out.copy_(result);
       return;
     }
+    case at::kByte:
+    case at::kShort:
+    case at::kInt:
+    case at::kLong:
+      // The int8 limb passes give the product modulo 2^bits exactly (see the header), which is
+      // what PyTorch's CPU GEMM of the type computes, its sums wrapping: that GEMM.
+      at::matmul_out(const_cast<at::Tensor&>(out), a, b);
+      return;
     default:
       TORCH_INTERNAL_ASSERT(false);
   }
@@ -283,9 +309,21 @@ void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Pre
 Estimate matmul_estimate(int64_t batch, int64_t M, int64_t K, int64_t N, c10::ScalarType dtype,
                          double hbm) {
   const int bytes = static_cast<int>(c10::elementSize(dtype));
+  const int limbs = int8_limbs(dtype);
+  if (limbs > 0) {
+    // int8 passes at the int8 rate (the MXU streams int8 limbs, 1 byte each); wider integers
+    // add the VPU work of the emulation: each operand element split into its limbs (a unit per
+    // limb) and each result element summed from its passes' int32 partial products, shifted
+    // (a unit per pass).
+    const auto& model = cost_model();
+    const int passes = matmul_passes(dtype);
+    Estimate e = model.matmul(batch, M, K, N, passes, 1, hbm, MxuRate::int8);
+    if (limbs == 1) return e;
+    e = model.combine(e, model.vector(batch * M * K + batch * K * N, limbs, 0));
+    return model.combine(e, model.vector(batch * M * N, passes, 0));
+  }
   if (mxu_supports(dtype)) {
-    return cost_model().matmul(batch, M, K, N, matmul_passes(dtype), bytes, hbm,
-                               dtype == at::kChar ? MxuRate::int8 : MxuRate::bf16);
+    return cost_model().matmul(batch, M, K, N, matmul_passes(dtype), bytes, hbm, MxuRate::bf16);
   }
   // A dtype the MXU does not take (the op runs on the host): priced as if native, and flagged.
   // fp8 at the chip's fp8 rate; float64 as float32 at "highest" (6 bf16 passes), complex as

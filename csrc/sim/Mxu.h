@@ -19,6 +19,16 @@
 //   float16 operands  : converted to float32 exactly, then as float32 at the current precision,
 //                       the result rounded to float16.
 //   int8 operands     : int8 x int8 products accumulated exactly in int32.
+//   other integers    : (uint8, int16, int32, int64) emulated in int8 passes, as the MXU
+//                       multiplies no wider integer: each operand is split into n signed-byte
+//                       limbs (balanced base 256: digits in [-128, 127], n = the type's bytes)
+//                       and the pass of limbs i and j, shifted by 8(i + j) bits, is needed only
+//                       for i + j < n, the others vanishing modulo 2^(8n): n(n + 1) / 2 passes
+//                       (uint8 1, int16 3, int32 10, int64 36), exact modulo 2^(8n) with each
+//                       pass's sums in the int32 accumulator (wrapping is harmless up to
+//                       int32; int64 needs them exact: below 2^31 for K < 2^17, longer K in
+//                       chunks, combined in 64 bits on the VPU). That is the wrapping result
+//                       PyTorch's CPU GEMM of the type gives, which the host runs.
 //
 // What differs from the MXU is only the order of the fp32 additions. The bound the tests
 // check against the pass-by-pass reference (sim/Reference.h), per output element:
@@ -44,10 +54,15 @@ void set_default_precision(Precision precision);
 std::optional<Precision> precision_override();
 void set_precision_override(std::optional<Precision> precision);
 
-// The MXU passes a matmul of this dtype takes at the current precision.
+// The MXU passes a matmul of this dtype takes at the current precision (integers: int8 passes).
 int matmul_passes(c10::ScalarType dtype);
 
-// True for the dtypes the MXU executes: float32, bfloat16, float16, int8.
+// The int8 limbs of an integer matmul's operands on the MXU: 1 for int8 and uint8, 2 for int16,
+// 4 for int32, 8 for int64; 0 for other dtypes.
+int int8_limbs(c10::ScalarType dtype);
+
+// True for the dtypes the MXU executes: float32, bfloat16, float16, int8, and uint8, int16, int32
+// and int64 in int8 passes.
 bool mxu_supports(c10::ScalarType dtype);
 
 // out = a @ b for host tensors of a supported dtype: 1-D/2-D/3-D as at::matmul. `out` has the
