@@ -1,7 +1,7 @@
 """When may a failure on "tpu" be excused because PyTorch fails the same way on the CPU?
 
-The compiled tiers (the model zoos' compiled mode, test/models/zoo.py; the OpInfo sweep's compiled
-tier, test/opinfo/test_opinfo.py) compare a "tpu" run against the same code compiled on the CPU by
+The compiled tiers (the model zoos' compiled mode, test/models/zoo_compare.py; the OpInfo
+sweep's compiled tier, test/opinfo/test_opinfo.py) compare a "tpu" run against the same code compiled on the CPU by
 PyTorch's own `aot_eager` backend. Where that CPU run raises, a "tpu" error is PyTorch's (Dynamo,
 AOTAutograd, a meta kernel), not torchtpu's, only if it is the same failure: the same exception
 type and the same message once what legitimately differs between the two runs is normalized (the

@@ -12,7 +12,7 @@ transformers, ControlNets, adapters, priors ...), in its own subprocess with a t
      inputs as a checkpoint and a pipeline would give them);
   3. on the CPU once: forward, backward of the mean square of the output, one AdamW step; then on
      "tpu" in each mode asked for (strict, fused, compiled), the same stages compared with the CPU
-     (test/models/zoo.py's run_on_tpu: the same tolerances and float64 rule as the transformers zoo).
+     (test/models/zoo_compare.py's run_on_tpu: the same tolerances and float64 rule as the transformers zoo).
 Every class is classified per mode: pass, backend bug, or harness limitation (the reason recorded).
 
     python test/models/diffusers_zoo.py --modes strict,fused,compiled [--shard i/n] [--out F.jsonl]
@@ -35,12 +35,15 @@ from pathlib import Path
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import zoo  # noqa: E402  the transformers zoo: run_on_tpu, first_tensor, the report's helpers
+import zoo_report  # noqa: E402  the transformers zoo's page, rewritten for diffusers.md
+from zoo_compare import (adamw_step, cpu_side_failure, first_tensor, random_forward,  # noqa: E402
+                         run_on_tpu, tree_map_only)  # the run on tpu against the CPU
+from zoo_sweep import CPU_DONE, run_sweep  # noqa: E402  the sweep's loop
 from diffusers_recipes import recipes as _recipes  # noqa: E402  per-class recipes
 
 RECIPES = _recipes()
 
-ROOT = zoo.ROOT
+ROOT = zoo_report.ROOT
 PARAM_CAP = 20_000_000
 BATCH, TEXT_LEN = 2, 8
 
@@ -379,28 +382,24 @@ def cpu_reference(class_name: str) -> tuple[dict, dict | None]:
         for inputs in recipes:
             try:
                 torch.manual_seed(0)
-                out = zoo.first_tensor(model(**inputs))
+                out = first_tensor(model(**inputs))
                 break
             except Exception as e:  # noqa: BLE001 - try the next recipe
                 errors.append(e)
         else:
             raise telling_error(errors)
-        result["inputs"] = zoo.tree_map_only(torch.Tensor, lambda v: list(v.shape), inputs)
-        torch.manual_seed(1)
-        with torch.no_grad():
-            again = zoo.first_tensor(model(**inputs))
-        if not torch.allclose(again, out.detach(), atol=zoo.ATOL, rtol=zoo.RTOL, equal_nan=True):
-            return {**result, "status": "harness",
-                    "reason": "the forward pass draws random numbers (another seed changes it)"}, None
+        result["inputs"] = tree_map_only(torch.Tensor, lambda v: list(v.shape), inputs)
+        if (failure := random_forward(result, model, inputs, out)) is not None:
+            return failure, None
         if not torch.isfinite(out).all():
             return {**result, "status": "harness", "reason": "the CPU's forward gives NaN or Inf"}, None
         stage = "backward"
         out.float().pow(2).mean().backward()
         grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
         stage = "optimizer"
-        stepped = zoo.adamw_step(model)
+        stepped = adamw_step(model)
     except Exception as e:  # noqa: BLE001
-        return zoo.cpu_side_failure(result, stage, e), None
+        return cpu_side_failure(result, stage, e), None
     return result, {"model": None, "make": make, "inputs": inputs, "out": out.detach(), "grads": grads,
                     "ids": None, "generated": None, "stepped": stepped}
 
@@ -440,8 +439,8 @@ def memory_guard(limit_gib: float = 6.0) -> None:
 
 
 def run_one(class_name: str, modes: list[str]):
-    """Yields one record per mode as each mode ends (zoo.CPU_DONE printed once the CPU side has
-    run: a timeout after it is a failure on "tpu", zoo.item_outcome)."""
+    """Yields one record per mode as each mode ends (CPU_DONE printed once the CPU side has
+    run: a timeout after it is a failure on "tpu", zoo_sweep.item_outcome)."""
     import torchtpu
 
     torchtpu.set_fallback_mode("silent")
@@ -449,9 +448,9 @@ def run_one(class_name: str, modes: list[str]):
     if ref is None:
         yield from ({**result, "mode": m} for m in modes)
         return
-    print(zoo.CPU_DONE, flush=True)
+    print(CPU_DONE, flush=True)
     for m in modes:
-        yield {**result, "mode": m, **zoo.run_on_tpu(ref, m)}
+        yield {**result, "mode": m, **run_on_tpu(ref, m)}
 
 
 def probe(classes: list[str]) -> None:
@@ -468,14 +467,14 @@ def probe(classes: list[str]) -> None:
 
 def sweep(args) -> None:
     classes = args.classes.split(",") if args.classes else model_classes()
-    zoo.run_sweep([(c, [sys.executable, __file__, "--one", c], {}) for c in classes], args)
+    run_sweep([(c, [sys.executable, __file__, "--one", c], {}) for c in classes], args)
 
 
 def report(paths: list[str], target: Path | None = None, note: str | None = None) -> None:
     """docs/diffusers.md (or `target`) in the style of docs/models.md (the same generator, another
     title); `note`: a paragraph after the header."""
     target = target or ROOT / "docs" / "diffusers.md"
-    zoo.report(paths, target, note)
+    zoo_report.report(paths, target, note)
     text = target.read_text()
     text = text.replace("# Coverage: the transformers model zoo on \"tpu\"",
                         "# Coverage: the diffusers model zoo on \"tpu\"")

@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test/compare_err
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "test" / "models"))
-import zoo  # noqa: E402  the transformers zoo's harness (and through it the diffusers zoo's)
+import zoo_compare  # noqa: E402  the model zoos' run on tpu against the CPU
+import zoo_sweep  # noqa: E402  the model zoos' sweep loop
 
 pytestmark = pytest.mark.one_tier("the harnesses' rules do not depend on the eager mode")
 
@@ -41,17 +42,17 @@ class _Tiny(torch.nn.Module):
 
 
 def _reference():
-    """The CPU reference of _Tiny as zoo.cpu_reference makes one."""
+    """The CPU reference of _Tiny as zoo.py's cpu_reference makes one."""
     import copy
 
     torch.manual_seed(0)
     model = _Tiny()
     pristine = copy.deepcopy(model)
     inputs = {"x": torch.randn(4, 16)}
-    out = zoo.first_tensor(model(**inputs))
+    out = zoo_compare.first_tensor(model(**inputs))
     out.float().pow(2).mean().backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    stepped = zoo.adamw_step(model)
+    stepped = zoo_compare.adamw_step(model)
     return {"model": pristine, "inputs": inputs, "out": out.detach(), "grads": grads, "ids": None,
             "generated": None, "stepped": stepped}
 
@@ -63,42 +64,43 @@ def test_the_step_check_passes_adamws_own_step_and_fails_a_step_that_does_nothin
     p.grad[0, :8] = 0           # no gradient: weight decay alone
     p.grad[1, :8] = 1e-9        # below the floor: only Adam's bound applies
     old = p.detach().clone()
-    torch.optim.AdamW([p], lr=zoo.LR, weight_decay=zoo.WEIGHT_DECAY, eps=zoo.EPS).step()
+    torch.optim.AdamW([p], lr=zoo_compare.LR, weight_decay=zoo_compare.WEIGHT_DECAY,
+                      eps=zoo_compare.EPS).step()
     cpu = p.detach().clone()
     g = p.grad.clone()
-    assert zoo.check_adamw_update("w", old, cpu, cpu, g, g) > 60 * 64
+    assert zoo_compare.check_adamw_update("w", old, cpu, cpu, g, g) > 60 * 64
     # The old check (values at atol 2e-3, rtol 0) passed the first three; every one fails now.
     for what, tpu, passed_before in (
             ("no step", old.clone(), True), ("half a step", (old + cpu) / 2, True),
-            ("the weight decay left out", cpu + zoo.LR * zoo.WEIGHT_DECAY * old, True),
+            ("the weight decay left out", cpu + zoo_compare.LR * zoo_compare.WEIGHT_DECAY * old, True),
             ("every update's sign flipped", 2 * old - cpu, False)):
         assert torch.allclose(tpu, cpu, atol=2e-3, rtol=0) == passed_before, what
         with pytest.raises(AssertionError, match="pinned by their gradient"):
-            zoo.check_adamw_update("w", old, tpu, cpu, g, g)
+            zoo_compare.check_adamw_update("w", old, tpu, cpu, g, g)
     # An update larger than Adam's first step can make, where the gradient pins nothing.
     wild = cpu.clone()
-    wild[1, 0] += 5 * zoo.LR
+    wild[1, 0] += 5 * zoo_compare.LR
     with pytest.raises(AssertionError, match="bound"):
-        zoo.check_adamw_update("w", old, wild, cpu, g, g)
+        zoo_compare.check_adamw_update("w", old, wild, cpu, g, g)
     # A near-zero gradient of opposite signs on the two devices: either update is fine.
     flipped = cpu.clone()
     flipped[2, 0] = 2 * old[2, 0] - cpu[2, 0]
     g_cpu, g_tpu = g.clone(), g.clone()
     g_cpu[2, 0], g_tpu[2, 0] = 3e-5, -3e-5
-    zoo.check_adamw_update("w", old, flipped, cpu, g_tpu, g_cpu)
+    zoo_compare.check_adamw_update("w", old, flipped, cpu, g_tpu, g_cpu)
     # A parameter without a gradient must stay where it is.
     with pytest.raises(AssertionError, match="no gradient, yet it moved"):
-        zoo.check_adamw_update("w", old, cpu, old, None, None)
+        zoo_compare.check_adamw_update("w", old, cpu, old, None, None)
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused", "compiled"])
 def test_a_zoo_run_whose_optimizer_does_nothing_is_a_backend_bug(mode, monkeypatch):
     ref = _reference()
-    assert zoo.run_on_tpu(ref, mode)["status"] == "pass"
+    assert zoo_compare.run_on_tpu(ref, mode)["status"] == "pass"
     # The step on "tpu" made a no-op: the stage fails (the old check passed it).
     real = torch.optim.AdamW.step
     monkeypatch.setattr(torch.optim.AdamW, "step", lambda self, closure=None: None)
-    row = zoo.run_on_tpu(ref, mode)
+    row = zoo_compare.run_on_tpu(ref, mode)
     monkeypatch.setattr(torch.optim.AdamW, "step", real)
     assert row["status"] == "backend bug" and row["stage"] == "optimizer", row
     assert "pinned by their gradient" in row["reason"], row
@@ -107,16 +109,16 @@ def test_a_zoo_run_whose_optimizer_does_nothing_is_a_backend_bug(mode, monkeypat
 def test_a_compiled_step_may_see_aotautograds_zero_gradient_only_when_compiled():
     torch.manual_seed(0)
     old = torch.randn(8, 8)
-    decayed = (old * (1 - zoo.LR * zoo.WEIGHT_DECAY)).float()
+    decayed = (old * (1 - zoo_compare.LR * zoo_compare.WEIGHT_DECAY)).float()
     zero = torch.zeros(8, 8)
     # eager: a gradient where the CPU had none is wrong; compiled: a zero one is AOTAutograd's
     with pytest.raises(AssertionError, match="one device only"):
-        zoo.check_adamw_update("pooler", old, decayed, old, zero, None)
-    assert zoo.check_adamw_update("pooler", old, decayed, old, zero, None, compiled=True) == 64
+        zoo_compare.check_adamw_update("pooler", old, decayed, old, zero, None)
+    assert zoo_compare.check_adamw_update("pooler", old, decayed, old, zero, None, compiled=True) == 64
     with pytest.raises(AssertionError, match="pinned by their gradient"):
-        zoo.check_adamw_update("pooler", old, old, old, zero, None, compiled=True)
+        zoo_compare.check_adamw_update("pooler", old, old, old, zero, None, compiled=True)
     with pytest.raises(AssertionError, match="one device only"):
-        zoo.check_adamw_update("pooler", old, decayed, old, zero + 1e-3, None, compiled=True)
+        zoo_compare.check_adamw_update("pooler", old, decayed, old, zero + 1e-3, None, compiled=True)
 
 
 # -- the zoos' timeouts and deaths ----------------------------------------------------------------
@@ -132,18 +134,18 @@ def _row(mode, status="pass"):
     # killed while the CPU built or ran the model: the harness's limit
     ("", 300, None, ["harness", "harness"]),
     # killed while "tpu" ran, before or after one mode ended: a failure of every mode left
-    (zoo.CPU_DONE + "\n", 300, None, ["backend bug", "backend bug"]),
-    (zoo.CPU_DONE + "\n" + _row("strict") + "\n", 300, None, ["pass", "backend bug"]),
+    (zoo_sweep.CPU_DONE + "\n", 300, None, ["backend bug", "backend bug"]),
+    (zoo_sweep.CPU_DONE + "\n" + _row("strict") + "\n", 300, None, ["pass", "backend bug"]),
     # died while "tpu" ran
-    (zoo.CPU_DONE + "\n" + _row("strict") + "\n", None, -11, ["pass", "backend bug"]),
+    (zoo_sweep.CPU_DONE + "\n" + _row("strict") + "\n", None, -11, ["pass", "backend bug"]),
     ("", None, -11, ["backend bug", "backend bug"]),
 ], ids=["timeout-cpu", "timeout-tpu", "timeout-tpu-second-mode", "died-tpu", "died-cpu"])
 def test_a_timeout_on_the_tpu_side_is_a_failure(out, timeout, returncode, expected):
-    rows = zoo.item_outcome("m", {}, MODES, out.encode() if timeout else out, b"" if timeout else "",
+    rows = zoo_sweep.item_outcome("m", {}, MODES, out.encode() if timeout else out, b"" if timeout else "",
                             returncode, timeout)
     assert [r["status"] for r in rows] == expected, rows
     assert [r["mode"] for r in rows] == MODES
-    if timeout and zoo.CPU_DONE in out:
+    if timeout and zoo_sweep.CPU_DONE in out:
         assert "timeout after 300 s on tpu" in rows[-1]["reason"], rows
 
 
@@ -153,10 +155,10 @@ def test_the_sweep_loop_counts_a_hung_tpu_side_as_a_backend_bug(tmp_path):
     import argparse
 
     child = tmp_path / "child.py"
-    child.write_text(f"import time\nprint({zoo.CPU_DONE!r}, flush=True)\nprint({_row('strict')!r}, "
+    child.write_text(f"import time\nprint({zoo_sweep.CPU_DONE!r}, flush=True)\nprint({_row('strict')!r}, "
                      f"flush=True)\ntime.sleep(60)\n")
     out = tmp_path / "out.jsonl"
-    zoo.run_sweep([("m", [sys.executable, str(child)], {})],
+    zoo_sweep.run_sweep([("m", [sys.executable, str(child)], {})],
                   argparse.Namespace(out=str(out), shard="0/1", modes="strict,fused", timeout=3))
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert [(r["mode"], r["status"]) for r in rows] == [("strict", "pass"), ("fused", "backend bug")]
@@ -276,18 +278,18 @@ def test_a_compiled_tpu_failure_is_excused_only_by_the_same_cpu_failure(monkeypa
     ref = _reference()
     ref["model"] = _FailsCompiled()
     ref["model"].load_state_dict(_reference()["model"].state_dict())
-    row = zoo.run_on_tpu(ref, "compiled")
+    row = zoo_compare.run_on_tpu(ref, "compiled")
     assert row["status"] == "harness" and "does the same" in row["reason"], row
     # The CPU's compile fails otherwise (before, any CPU error excused any tpu failure).
-    monkeypatch.setattr(zoo, "compiled_on_cpu_fails",
+    monkeypatch.setattr(zoo_compare, "compiled_on_cpu_fails",
                         lambda ref, tpu_out=None: TypeError("unsupported operand"))
-    row = zoo.run_on_tpu(ref, "compiled")
+    row = zoo_compare.run_on_tpu(ref, "compiled")
     assert row["status"] == "backend bug" and "exception type" in row["cpu_compile_fails_otherwise"], row
     from torch._dynamo.exc import TorchRuntimeError  # (the type of the tpu error here)
 
-    monkeypatch.setattr(zoo, "compiled_on_cpu_fails",
+    monkeypatch.setattr(zoo_compare, "compiled_on_cpu_fails",
                         lambda ref, tpu_out=None: TorchRuntimeError("index 9 is out of bounds"))
-    row = zoo.run_on_tpu(ref, "compiled")
+    row = zoo_compare.run_on_tpu(ref, "compiled")
     assert row["status"] == "backend bug" and "message" in row["cpu_compile_fails_otherwise"], row
 
 
