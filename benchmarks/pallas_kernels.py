@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -26,39 +28,12 @@ import torchtpu
 from torchtpu import pallas
 
 import jax  # noqa: E402  (after torchtpu: torchtpu never imports it itself)
-import jax.numpy as jnp  # noqa: E402
 from jax.experimental import pallas as pl  # noqa: E402
-from jax.experimental.pallas import tpu as pltpu  # noqa: E402
-from jax.experimental.pallas.ops.tpu import flash_attention as jax_flash  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "python"))
+from pallas_kernels import blocked_matmul, flash  # noqa: E402  (the tests' kernels)
 
 CHIPS = ("v4", "v5e", "v5p", "v6e", "v7")
-
-
-def _matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
-
-    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-        o_ref[...] = acc_ref[...]
-
-
-def blocked_matmul(x: jax.Array, y: jax.Array, *, block: int = 128) -> jax.Array:
-    (M, K), (_, N) = x.shape, y.shape
-    b = block
-    return pl.pallas_call(
-        _matmul_kernel, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
-        grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=0, grid=(M // b, N // b, K // b),
-            in_specs=[pl.BlockSpec((b, b), lambda i, j, k: (i, k)),
-                      pl.BlockSpec((b, b), lambda i, j, k: (k, j))],
-            out_specs=pl.BlockSpec((b, b), lambda i, j, k: (i, j)),
-            scratch_shapes=[pltpu.VMEM((b, b), jnp.float32)]),
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=("parallel", "parallel", "arbitrary")))(x, y)
 
 
 def _add_kernel(x_ref, y_ref, o_ref):
@@ -71,10 +46,6 @@ def add(x: jax.Array, y: jax.Array) -> jax.Array:
     return pl.pallas_call(_add_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                           grid=(x.shape[0] // rows,), in_specs=[spec, spec],
                           out_specs=spec)(x, y)
-
-
-def flash(q: jax.Array, k: jax.Array, v: jax.Array, sm_scale: float) -> jax.Array:
-    return jax_flash.flash_attention(q, k, v, sm_scale=sm_scale)
 
 
 def _nbytes(*tensors) -> int:

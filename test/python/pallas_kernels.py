@@ -1,5 +1,6 @@
 """The Pallas and JAX kernels of test_pallas_*.py (docs/custom-kernels.md), each a JAX function with
-TorchTPU's annotations, registered once per process as an op of the namespace ``tpk``."""
+TorchTPU's annotations, registered once per process as an op of the namespace ``tpk``; the blocked
+matmul and flash attention are also benchmarks/pallas_kernels.py's."""
 from __future__ import annotations
 
 import functools
@@ -22,10 +23,8 @@ def axpy(x: jax.Array, y: jax.Array) -> jax.Array:
     return pl.pallas_call(_axpy_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y)
 
 
-# --- a blocked matmul with a VMEM accumulator: bf16 in, float32 out
-BM = BK = BN = 128
-
-
+# --- a blocked matmul with a VMEM accumulator: bf16 in, float32 out; square blocks of `block`
+# (the benchmark binds 128 and 512 with functools.partial)
 def _matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
     @pl.when(pl.program_id(2) == 0)
     def _():
@@ -38,17 +37,18 @@ def _matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
         o_ref[...] = acc_ref[...]
 
 
-def blocked_matmul(x: jax.Array, y: jax.Array) -> jax.Array:
+def blocked_matmul(x: jax.Array, y: jax.Array, *, block: int = 128) -> jax.Array:
     (M, K), (_, N) = x.shape, y.shape
+    b = block
     return pl.pallas_call(
         _matmul_kernel,
         out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
         grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=0, grid=(M // BM, N // BN, K // BK),
-            in_specs=[pl.BlockSpec((BM, BK), lambda i, j, k: (i, k)),
-                      pl.BlockSpec((BK, BN), lambda i, j, k: (k, j))],
-            out_specs=pl.BlockSpec((BM, BN), lambda i, j, k: (i, j)),
-            scratch_shapes=[pltpu.VMEM((BM, BN), jnp.float32)]),
+            num_scalar_prefetch=0, grid=(M // b, N // b, K // b),
+            in_specs=[pl.BlockSpec((b, b), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((b, b), lambda i, j, k: (k, j))],
+            out_specs=pl.BlockSpec((b, b), lambda i, j, k: (i, j)),
+            scratch_shapes=[pltpu.VMEM((b, b), jnp.float32)]),
         compiler_params=pltpu.CompilerParams(
             dimension_semantics=("parallel", "parallel", "arbitrary")),
     )(x, y)
