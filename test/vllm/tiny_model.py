@@ -1,22 +1,26 @@
 """A tiny Llama written to a local folder, with no network: a config, random weights (seed 0,
-float32) and a small byte-level BPE tokenizer trained here, as
-test/torch_tpu_programs/standins/hf_hub.py builds its Hub stand-ins. vLLM and transformers load
-it by path.
+float32) and a small byte-level BPE tokenizer trained here by the tokenizer builder of
+test/torch_tpu_programs/standins/hf_hub.py (its Hub stand-ins' corpus and a line about vLLM).
+vLLM and transformers load it by path.
 
 Usage: python tiny_model.py FOLDER [--sliding-window N]
 """
 import argparse
+import importlib.util
 import json
 import os
 
-_CORPUS = [
-    "Hello, I am a language model running on a simulated TPU.",
-    "Who are you? I am an assistant. How can I help you today?",
-    "The quick brown fox jumps over the lazy dog.",
-    "PyTorch tensors live on the device; matrices are multiplied on the MXU.",
-    "Once upon a time there was a small model that generated text, one token at a time.",
-    "vLLM pages its key-value cache in blocks and schedules requests in batches.",
-]
+
+def _hf_hub():
+    """test/torch_tpu_programs/standins/hf_hub.py, imported by its path (its folder holds
+    stand-in packages that must not shadow real ones on sys.path)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "torch_tpu_programs",
+                        "standins", "hf_hub.py")
+    spec = importlib.util.spec_from_file_location("hf_hub", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # Prompts of mixed lengths (the tests' and the benchmark's).
 PROMPTS = [
@@ -38,17 +42,12 @@ def build(folder: str, sliding_window: int | None = None) -> str:
         return folder
     import torch
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     os.makedirs(folder, exist_ok=True)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(_CORPUS, trainer)
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>",
-                                                eos_token="</s>")
+    hf_hub = _hf_hub()
+    corpus = hf_hub.CORPUS + [
+        "vLLM pages its key-value cache in blocks and schedules requests in batches."]
+    fast = hf_hub.tokenizer(["<s>", "</s>"], corpus=corpus, bos_token="<s>", eos_token="</s>")
     common = dict(
         vocab_size=len(fast), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=1024,

@@ -17,7 +17,8 @@ import sys
 
 # A fixed revision name for the stand-ins' snapshot folders.
 COMMIT = "0000000000000000000000000000000000057a4d"
-_CORPUS = [
+# What the stand-ins' tokenizers are trained on (test/vllm/tiny_model.py's too, with a line of its own).
+CORPUS = [
     "Hello, I am a language model running on a simulated TPU.",
     "Who are you? I am an assistant. How can I help you today?",
     "The quick brown fox jumps over the lazy dog.",
@@ -30,7 +31,9 @@ QWEN_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
-def _tokenizer(special, chat_template=None, **kwargs):
+def tokenizer(special, chat_template=None, corpus=CORPUS, **kwargs):
+    """A byte-level BPE tokenizer of 400 tokens trained on `corpus`, with the `special` tokens (and
+    `chat_template`); `kwargs` name its special tokens' roles (bos_token=..., eos_token=...)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -39,7 +42,7 @@ def _tokenizer(special, chat_template=None, **kwargs):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(_CORPUS, trainer)
+    tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
     if chat_template:
         fast.chat_template = chat_template
@@ -50,8 +53,8 @@ def _qwen3(folder):
     import torch
     import transformers
 
-    tok = _tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], QWEN_CHAT_TEMPLATE,
-                     eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tok = tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>"], QWEN_CHAT_TEMPLATE,
+                    eos_token="<|im_end|>", pad_token="<|endoftext|>")
     config = transformers.Qwen3Config(
         vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=512,
@@ -73,8 +76,8 @@ def _llama3_2_1b(folder):
     # Untied embeddings, unlike the real checkpoint: hf_llama3_worker.py shards the embedding
     # and the output layer in two FSDP groups, which torch 2.13's fully_shard refuses for a tied
     # parameter on any device ("shared with a parameter already managed by another FSDP group").
-    tok = _tokenizer(["<|begin_of_text|>", "<|end_of_text|>"], bos_token="<|begin_of_text|>",
-                     eos_token="<|end_of_text|>")
+    tok = tokenizer(["<|begin_of_text|>", "<|end_of_text|>"], bos_token="<|begin_of_text|>",
+                    eos_token="<|end_of_text|>")
     config = transformers.LlamaConfig(
         vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
