@@ -254,7 +254,12 @@ def bad_input(rank, size, dev):
     return out
 
 
-def main():
+def run_rank(scenarios: dict, where: bool = True) -> None:
+    """A rank process as test_distributed.run_ranks starts it (argv: scenario, rank, size, port,
+    JSON path): joins the process group on its chip, runs scenarios[scenario](rank, size, device)
+    and writes its results to the path, after the backend, the device and its physical chip
+    (`where`). Also test_rng_state.py's rank process (without `where`: its ranks' results are
+    compared whole)."""
     scenario, rank, size, port, path = sys.argv[1:6]
     rank, size = int(rank), int(size)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank),
@@ -264,13 +269,17 @@ def main():
     torch.tpu.set_device(dev)
     dist.init_process_group(device_id=dev)  # no backend named: the default of device "tpu"
     result = {"backend": dist.get_backend(), "device": str(dev),
-              "physical_chip": torch.tpu.get_device_properties(dev).physical_chip}
-    scenarios = {"collectives": collectives, "training": training, "bad_input": bad_input,
-                 "checkpoint": lambda *a: checkpoint(*a, os.path.join(os.path.dirname(path), "ckpt"))}
+              "physical_chip": torch.tpu.get_device_properties(dev).physical_chip} if where else {}
     result.update(scenarios[scenario](rank, size, dev))
     dist.destroy_process_group()
     with open(path, "w") as f:
         json.dump(result, f)
+
+
+def main():
+    ckpt = os.path.join(os.path.dirname(sys.argv[5]), "ckpt")
+    run_rank({"collectives": collectives, "training": training, "bad_input": bad_input,
+              "checkpoint": lambda *a: checkpoint(*a, ckpt)})
 
 
 if __name__ == "__main__":

@@ -3,10 +3,8 @@ then offset: the 32-bit words drawn since the seed), over the CPU's Mersenne Twi
 with the cached normal samples, the CPU's numbers kept, O(1) restores of states handed out,
 fork_rng, activation checkpointing, compiled graphs, and DTensor's OffsetBasedRNGTracker (FSDP2's
 meta-device recipe on 2 ranks). Run as a script, this file is the rank process of that test."""
-import json
 import math
 import os
-import sys
 import time
 
 import pytest
@@ -254,20 +252,7 @@ def dtensor_init(rank, size, dev):
     return out
 
 
-def main():
-    import torch.distributed as dist
-    scenario, rank, size, port, path = sys.argv[1:6]
-    rank, size = int(rank), int(size)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank),
-                      WORLD_SIZE=str(size))
-    dev = torch.device("tpu", rank % torch.tpu.device_count())
-    torch.tpu.set_device(dev)
-    dist.init_process_group(device_id=dev)
-    result = {"dtensor_init": dtensor_init}[scenario](rank, size, dev)
-    dist.destroy_process_group()
-    with open(path, "w") as f:
-        json.dump(result, f)
-
-
 if __name__ == "__main__":
-    main()
+    from distributed_child import run_rank  # (this file's folder is sys.path[0])
+
+    run_rank({"dtensor_init": dtensor_init}, where=False)
