@@ -1,6 +1,6 @@
 """What the compiled-mode tests share (test_compile*.py): a fresh Dynamo and fresh metrics around
-each test (the autouse fixture ``fresh``, imported by each file), the compiled-mode metrics, and a
-small MLP."""
+each test (the autouse fixture ``fresh``, imported by each file: conftest.py's fresh_state), the
+compiled-mode metrics, and a small MLP."""
 import pytest
 import torch
 import torch.nn as nn
@@ -9,11 +9,8 @@ import torchtpu
 
 
 @pytest.fixture(autouse=True)
-def fresh():
-    torch._dynamo.reset()
-    torchtpu.metrics.reset()
-    yield
-    torch._dynamo.reset()
+def fresh(fresh_state):
+    """conftest.py's fresh_state (fresh metrics and Dynamo) around every test of the file."""
 
 
 def compiled():

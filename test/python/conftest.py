@@ -58,6 +58,21 @@ def no_loop_detection():
     torchtpu.debug.detect_repeated_ops(detection)
 
 
+@pytest.fixture
+def fresh_state():
+    """Fresh metrics and a fresh Dynamo for the test, which starts at the suite's float32 matmul
+    precision ("highest"; a precision the test sets is undone after it). The autouse fixtures of
+    the fused-eager tests (defer_helpers.fused), of the compiled-mode tests (compile_helpers.fresh)
+    and of test_torch_tpu_compile_twin.py are this one."""
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    torch._dynamo.reset()
+    torchtpu.metrics.reset()
+    yield
+    torch._dynamo.reset()
+    torch.set_float32_matmul_precision(precision)
+
+
 @pytest.fixture(autouse=True)
 def _clean_state():
     """Each test starts on tpu:0, default streams, and the fallback and eager modes of the tier

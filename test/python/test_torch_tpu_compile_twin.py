@@ -17,14 +17,8 @@ from torch_tpu._internal.compile import TpuBackend, _backend
 from torch_tpu._internal.compile import compiler as compile_compiler
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    previous = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-    torch.set_float32_matmul_precision(previous)
+# A fresh Dynamo (and metrics) for each test, at precision "highest" restored after it.
+pytestmark = pytest.mark.usefixtures("fresh_state")
 
 
 def _mlp():
