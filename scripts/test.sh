@@ -5,13 +5,38 @@
 # compiled with torch.compile(backend="tpu")), and the CI tier of the OpInfo sweep (one
 # shard of eight; the whole sweep is scripts/opinfo_sweep.sh). The sweeps run in pytest
 # processes of their own: PyTorch's test utilities change global state when imported.
+#
+# `bash scripts/test.sh --quick`: the fast tier, every layer once (a few minutes on 2 cores):
+# set-up, CTest, and in strict eager one pytest file per layer and mechanism (QUICK below), fused
+# eager's own tests in fused eager; the full command stays the CI gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 start=$(date +%s)
+quick=0
+if [[ "${1:-}" == "--quick" ]]; then
+  quick=1
+  shift
+fi
 bash scripts/setup.sh
 echo "== C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
+if (( quick )); then
+  # runtime and device module, the configuration table, ops against the CPU, attention, fused
+  # eager (planner, loop detection), compiled mode, the TorchTPU twin, collectives at 2 ranks
+  QUICK=(test/python/test_device_module.py test/python/test_config.py
+         test/python/test_parity.py test/python/test_attention.py test/python/test_defer.py
+         test/python/test_loop_detection.py test/python/test_compile_programs.py
+         test/python/test_torch_tpu_modules.py
+         "test/python/test_distributed.py::test_every_collective_matches_its_definition[2]")
+  echo "== quick tier: one file per layer, strict eager"
+  "$PYTHON" -m pytest -q -p no:cacheprovider "${QUICK[@]}" "$@"
+  echo "== quick tier: fused eager's tests in fused eager"
+  TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider \
+    test/python/test_defer.py test/python/test_fused_regions.py "$@"
+  echo "test.sh --quick: passed in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 echo "== Python tests (pytest), strict eager (the default)"
 "$PYTHON" -m pytest -q "$@"
 echo "== Python tests (pytest) again in debug eager"

@@ -20,6 +20,8 @@ import runpy
 import sys
 import time
 
+from . import config
+
 # Public on-demand prices per chip-hour, USD (Google Cloud's TPU pricing page,
 # cloud.google.com/tpu/pricing, us-central regions, as published in 2025). Prices change and
 # differ by region and commitment: pass --price CHIP=USD to use your own. TPU7x (v7) had no
@@ -36,8 +38,6 @@ def _gib(n: float) -> str:
 
 
 def _settings() -> dict[str, str]:
-    from . import config
-
     return config.settings()
 
 
@@ -291,8 +291,6 @@ def plot_roofline(rows: list[dict], path: str, ops: dict | None = None) -> None:
 
 
 def _config_command(ns) -> int:
-    from . import config
-
     if ns.write:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for path, text in config.generated_files(root).items():
