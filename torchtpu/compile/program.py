@@ -4,12 +4,36 @@ program per input shape (docs/compiled-mode.md); made and kept (weakly) by ``_ne
 by ``programs()``."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from .. import _C, metrics as _metrics
 from .buckets import _Busy, _Unpriced, _at_sizes, _bind_symbols, _symbolic_inputs
 from .counters import _count, _count_failure
 from .options import _DEFAULT_OPTIONS
+
+class _Captured(NamedTuple):
+    """A program captured from the graph, and the graph's non-tensor outputs (None where a
+    tensor output goes)."""
+    program: object
+    template: list
+
+
+class _Entry(NamedTuple):
+    """A program of the graph for one tuple of non-tensor inputs (the sizes of dynamic
+    shapes)."""
+    others: tuple
+    captured: _Captured
+
+
+class _Bucket(NamedTuple):
+    """The bucket of dynamic sizes that holds a call's sizes: its key, whether the call's sizes
+    are the bucket's, and its program (None: not priced)."""
+    key: tuple
+    exact: bool
+    captured: _Captured | None
+
 
 class _GraphProgram:
     """One ATen graph of AOTAutograd, called with AOTAutograd's boxed convention (a list of
@@ -23,11 +47,11 @@ class _GraphProgram:
         self.gm = gm
         self.name = name
         self.options = options or _DEFAULT_OPTIONS
-        self.programs = []  # (non-tensor inputs, program, non-tensor outputs)
+        self.programs: list[_Entry] = []
         # Buckets of dynamic sizes (docs/compiled-mode.md, "Buckets"): the inputs' symbolic
         # sizes (None: the graph has none), and per bucket its program (None: not priced).
         self.symbolic = _symbolic_inputs(gm) if symbolic is ... else symbolic  # (saved)
-        self.buckets = {}
+        self.buckets: dict[tuple, _Captured | None] = {}
         self.failures = 0
         self.lines_known = False
         self.random_op = random = _random_op(gm) if random_op is ... else random_op  # (saved)
@@ -54,11 +78,11 @@ class _GraphProgram:
         args = list(args)
         tensors = [a if isinstance(a, torch.Tensor) else None for a in args]
         others = tuple(a for a in args if not isinstance(a, torch.Tensor))
-        for key, program, template in self.programs:
-            if key == others:
-                outs = _C.program_run(program, tensors)
+        for entry in self.programs:
+            if entry.others == others:
+                outs = _C.program_run(entry.captured.program, tensors)
                 if outs is not None:
-                    return _merge(template, outs)
+                    return _merge(entry.captured.template, outs)
         if not self.lines_known:
             # (The errors of its ops name the user's lines. A lazy graph module writes its code,
             # and the map of its lines, at its first call.)
@@ -72,7 +96,7 @@ class _GraphProgram:
         if full:
             _count("compile.graph_runs_op_by_op.max_programs")
             bucket = self._bucket(args) if bucketed else None
-            if bucket is not None and bucket[2] is not None:
+            if bucket is not None and bucket.captured is not None:
                 # Run op by op on the host, charged as its bucket's program (the program a TPU
                 # would run), not op by op.
                 _count("compile.graph_runs_op_by_op")
@@ -81,7 +105,7 @@ class _GraphProgram:
                     outs = self._op_by_op(args)
                 finally:
                     _C.end_uncharged()
-                _C.program_charge(bucket[2][0])
+                _C.program_charge(bucket.captured.program)
                 return outs
         if (
             full
@@ -94,13 +118,13 @@ class _GraphProgram:
         bucket = charged_as = None
         if bucketed:
             bucket = self._bucket(args)
-            if bucket is not None and bucket[2] is not None:
-                charged_as, template = bucket[2]
-                if bucket[1]:  # (the call's sizes are the bucket's: its program may take them)
+            if bucket is not None and bucket.captured is not None:
+                charged_as, template = bucket.captured
+                if bucket.exact:  # (the call's sizes are the bucket's: its program may take them)
                     outs = _C.program_run(charged_as, tensors)
                     if outs is not None:
                         _count("compile.programs")
-                        self.programs.append((others, charged_as, template))
+                        self.programs.append(_Entry(others, bucket.captured))
                         return _merge(template, outs)
                     charged_as = None  # (a program of these sizes is captured, the bucket's)
         if not _C.program_begin(tensors):
@@ -120,15 +144,15 @@ class _GraphProgram:
             _count("compile.graph_runs_op_by_op")
             return outs
         template = [None if isinstance(o, torch.Tensor) else o for o in flat]
-        self.programs.append((others, program, template))
-        if bucket is not None and bucket[1] and charged_as is None:
-            self.buckets[bucket[0]] = (program, template)  # (its program: sizes of the bucket)
+        captured = _Captured(program, template)
+        self.programs.append(_Entry(others, captured))
+        if bucket is not None and bucket.exact and charged_as is None:
+            self.buckets[bucket.key] = captured  # (its program: sizes of the bucket)
         return _merge(template, results)
 
     def _bucket(self, args):
-        """The bucket that holds this call's sizes (docs/compiled-mode.md, "Buckets"): (its
-        key, whether the call's sizes are the bucket's, (its program, its non-tensor outputs) or
-        None). A bucket first met at other sizes is priced then; one first met at its own sizes
+        """The _Bucket that holds this call's sizes (docs/compiled-mode.md, "Buckets"), or
+        None. A bucket first met at other sizes is priced then; one first met at its own sizes
         gets the program captured at this call (_call)."""
         sizes = _bind_symbols(self.symbolic, args)
         if sizes is None:
@@ -143,12 +167,12 @@ class _GraphProgram:
                 _count("compile.buckets_unpriced.a capture in progress")
                 return None
             _count("compile.buckets")
-        return key, exact, self.buckets[key]
+        return _Bucket(key, exact, self.buckets[key])
 
     def _price(self, args, at):
         """Captures the graph at the bucket's sizes `at` (inputs padded with zeros around the
         call's values, written inputs copied), charging nothing and leaving the generators as
-        they were: (program, non-tensor outputs), or None (the reason counted:
+        they were: the _Captured program, or None (the reason counted:
         compiled()["buckets_unpriced"])."""
         # The capture's run (program_end) may raise a kernel's error at the bucket's sizes (a
         # padded input it refuses), or enqueue it, to be reported at the next synchronization
@@ -196,10 +220,10 @@ class _GraphProgram:
         if program is None:
             _count(f"compile.buckets_unpriced.{failure}")
             return None
-        return program, template
+        return _Captured(program, template)
 
     def stats(self) -> list:
-        return [_C.program_stats(p) for _, p, _ in self.programs]
+        return [_C.program_stats(entry.captured.program) for entry in self.programs]
 
 
 def _user_lines(gm) -> dict:
