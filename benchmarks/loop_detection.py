@@ -1,15 +1,16 @@
-"""Fused eager on a training loop that reads no value until its last step, against the same loop
-reading its loss after every step (the measurement behind loop detection, Google TorchTPU's
-``TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS``: cutting a loop's graphs at iteration boundaries pays
-only if graphs cut at the size limit run slower than per-step ones).
+"""Fused eager on a training loop that reads no value until its last step, with and without loop
+detection (Google TorchTPU's ``TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS``, "safe" by default: the
+pending graph is cut where the recorded ops repeat, so each iteration replays one cached plan),
+against the same loop reading its loss after every step.
 
 A small ``nn.TransformerEncoder`` (d 64, 4 heads, ff 256, 2 layers; batch 16 x 64 tokens) takes
-``--steps`` AdamW steps in four columns, each in its own process: PyTorch on the CPU; fused eager
-with a loss read (``.item()``) after every step; fused eager reading only after the last step
-(its graphs cut at the size limit, ``TORCHTPU_DEFER_MAX_OPS``); strict eager for scale. The columns alternate in ``--rounds``
-rounds (the machine's speed drifts, for every column alike), and each prints steps per second;
-the figure is each column's steps/s over the CPU's in the same round (median over rounds), with
-the plan cache's hits and misses of the fused columns.
+``--steps`` AdamW steps in five columns, each in its own process: PyTorch on the CPU; fused eager
+with a loss read (``.item()``) after every step; fused eager reading only after the last step,
+with loop detection (the default) and with it off (its graphs then cut only at the size limit,
+``TORCHTPU_DEFER_MAX_OPS``); strict eager for scale. The columns alternate in ``--rounds`` rounds
+(the machine's speed drifts, for every column alike), and each prints steps per second; the
+figure is each column's steps/s over the CPU's in the same round (median over rounds), with the
+plan cache's hits and misses and the loop-detection cuts of the fused columns.
 
     python benchmarks/loop_detection.py [--steps 100] [--rounds 5]
 """
@@ -57,6 +58,7 @@ if device == "tpu":
     out["cache_hits"] = c.get("defer.cache_hits", 0)
     out["cache_misses"] = c.get("defer.cache_misses", 0)
     out["graphs"] = c.get("defer.graphs", 0)
+    out["repeated_ops_cuts"] = c.get("defer.repeated_ops_cuts", 0)
 print(json.dumps(out))
 """
 
@@ -65,6 +67,8 @@ COLUMNS = {
     "cpu": ("cpu", True, {}),
     "fused_read_each_step": ("tpu", True, {"TORCHTPU_EAGER_MODE": "fused"}),
     "fused_no_read": ("tpu", False, {"TORCHTPU_EAGER_MODE": "fused"}),
+    "fused_no_read_detection_off": ("tpu", False, {"TORCHTPU_EAGER_MODE": "fused",
+                                                   "TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS": "off"}),
     "strict_no_read": ("tpu", False, {"TORCHTPU_EAGER_MODE": "strict"}),
 }
 
@@ -72,6 +76,8 @@ COLUMNS = {
 def run_column(name: str, steps: int) -> dict:
     device, read_each, env = COLUMNS[name]
     full = {**os.environ, **env}
+    if "TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS" not in env:
+        full.pop("TORCH_TPU_INTERNAL_DETECT_REPEATED_OPS", None)  # (the default)
     out = subprocess.run([sys.executable, "-c", CHILD, device, str(steps), "1" if read_each else "0"],
                          env=full, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -92,7 +98,8 @@ def main() -> None:
             f"{n} {row[n]['steps_per_s']:.1f}" for n in COLUMNS), flush=True)
     over_cpu = {name: statistics.median(row[name]["steps_per_s"] / row["cpu"]["steps_per_s"]
                                         for row in rounds) for name in COLUMNS if name != "cpu"}
-    cache = {name: {k: rounds[-1][name][k] for k in ("cache_hits", "cache_misses", "graphs")}
+    cache = {name: {k: rounds[-1][name][k]
+                    for k in ("cache_hits", "cache_misses", "graphs", "repeated_ops_cuts")}
              for name in COLUMNS if name.startswith("fused")}
     print("\nsteps/s over the CPU's in the same round (median of rounds):")
     for name, ratio in over_cpu.items():
