@@ -85,20 +85,34 @@ namespace {
 constexpr char kRandom[] = "aten::random";
 
 // Random fills: the VPU's generator plus the distribution's transform (an assumed 4 units).
-template <typename Fill>
-at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& gen, Fill&& fill) {
-  at::Generator g = gen.has_value() && gen->defined()
-                        ? *gen
-                        : runtime::default_generator(self.device().index());
+// Runs `draw(host generator)` with the device generator (`gen`, else the default of `device`) lent
+// to a CPU kernel as a host copy, then takes its state back, also when the kernel raised after
+// drawing (as the CPU's generator keeps those draws). The state advances by what the kernel draws,
+// known only once it ran: the draw runs on the calling thread, after the queued work.
+template <typename Draw>
+void with_host_generator(c10::Device device, const std::optional<at::Generator>& gen,
+                         Draw&& draw) {
+  at::Generator g =
+      gen.has_value() && gen->defined() ? *gen : runtime::default_generator(device.index());
   auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
-  // The generator's state advances by what the kernel draws, known only once it ran: random
-  // fills run on the calling thread, after the queued work.
-  wait_for_device(self.device());
+  wait_for_device(device);
   std::lock_guard<std::mutex> lock(g.mutex());
   at::Generator host = impl->host_copy();
-  auto alias = host_alias(self);
-  fill(alias, host);
+  try {
+    draw(host);
+  } catch (...) {
+    impl->assign_from_host(host);
+    throw;
+  }
   impl->assign_from_host(host);
+}
+
+template <typename Fill>
+at::Tensor& random_fill(at::Tensor& self, const std::optional<at::Generator>& gen, Fill&& fill) {
+  with_host_generator(self.device(), gen, [&](at::Generator& host) {
+    auto alias = host_alias(self);
+    fill(alias, host);
+  });
   charge_vector<kRandom>(self);
   return self;
 }
@@ -145,21 +159,9 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
 // The host result (int64) is computed into `result`, whose dtype the CPU kernel checks.
 void draw_multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
                       const std::optional<at::Generator>& gen, at::Tensor& result) {
-  at::Generator g = gen.has_value() && gen->defined()
-                        ? *gen
-                        : runtime::default_generator(self.device().index());
-  auto* impl = at::check_generator<runtime::GeneratorImpl>(g);
-  wait_for_device(self.device());
-  std::lock_guard<std::mutex> lock(g.mutex());
-  at::Generator host = impl->host_copy();
-  try {
+  with_host_generator(self.device(), gen, [&](at::Generator& host) {
     at::multinomial_out(result, host_alias(self), n_sample, replacement, host);
-  } catch (...) {
-    // (A distribution refused after others drew: the generator keeps those draws, as the CPU's.)
-    impl->assign_from_host(host);
-    throw;
-  }
-  impl->assign_from_host(host);
+  });
 }
 
 at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
