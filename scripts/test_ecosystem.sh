@@ -17,25 +17,13 @@ for a in "$@"; do
 done
 start=$(date +%s)
 
-if ! "$VENV/bin/python" -c "import trl, torchao, datasets" 2>/dev/null; then
-  echo "== making $VENV (${PACKAGES[*]}, torch held at the installed build)"
-  "$PYTHON" -m venv --system-site-packages "$VENV" || exit 1
-  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__)")
-  echo "torch==$torch_version" > "$VENV/constraints.txt"
-  # Never let pip resolve another torch: refuse the install if the plan holds one.
-  plan=$("$VENV/bin/pip" install --dry-run -q --report - -c "$VENV/constraints.txt" \
-         "${PACKAGES[@]}" 2>/dev/null | "$VENV/bin/python" -c \
-         "import json,sys; print(' '.join(i['metadata']['name'] for i in json.load(sys.stdin)['install']))")
-  if [ -z "$plan" ]; then
-    echo "test_ecosystem.sh: ${PACKAGES[*]} cannot be resolved here (no PyPI?): tier skipped"
-    "$PYTHON" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"
-    exit $?
-  fi
-  if echo " $plan " | grep -qi " torch "; then
-    echo "test_ecosystem.sh: installing ${PACKAGES[*]} would replace torch ($plan): refused"; exit 1
-  fi
-  "$VENV/bin/pip" install -q -c "$VENV/constraints.txt" "${PACKAGES[@]}" || exit 1
-fi
+source scripts/lib/library_venv.sh
+make_library_venv test_ecosystem.sh "$VENV" "import trl, torchao, datasets" "${PACKAGES[@]}"
+case $? in
+  0) ;;
+  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"; exit $? ;;
+  *) exit 1 ;;
+esac
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"
 rc=$?
 echo "test_ecosystem.sh: exit $rc in $(( $(date +%s) - start )) s"

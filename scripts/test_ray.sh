@@ -16,25 +16,13 @@ for a in "$@"; do
 done
 start=$(date +%s)
 
-if ! "$VENV/bin/python" -c "import ray.train.torch" 2>/dev/null; then
-  echo "== making $VENV (ray[train] $RAY_VERSION, torch held at the installed build)"
-  "$PYTHON" -m venv --system-site-packages "$VENV" || exit 1
-  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__)")
-  echo "torch==$torch_version" > "$VENV/constraints.txt"
-  # Never let pip resolve another torch: refuse the install if the plan holds one.
-  plan=$("$VENV/bin/pip" install --dry-run -q --report - -c "$VENV/constraints.txt" \
-         "ray[train]==$RAY_VERSION" 2>/dev/null | "$VENV/bin/python" -c \
-         "import json,sys; print(' '.join(i['metadata']['name'] for i in json.load(sys.stdin)['install']))")
-  if [ -z "$plan" ]; then
-    echo "test_ray.sh: ray[train] $RAY_VERSION cannot be resolved here (no PyPI?): tier skipped"
-    "$PYTHON" -m pytest -q -p no:cacheprovider test/ray "${PYTEST_ARGS[@]}"
-    exit $?
-  fi
-  if echo " $plan " | grep -qi " torch "; then
-    echo "test_ray.sh: installing ray[train] would replace torch ($plan): refused"; exit 1
-  fi
-  "$VENV/bin/pip" install -q -c "$VENV/constraints.txt" "ray[train]==$RAY_VERSION" || exit 1
-fi
+source scripts/lib/library_venv.sh
+make_library_venv test_ray.sh "$VENV" "import ray.train.torch" "ray[train]==$RAY_VERSION"
+case $? in
+  0) ;;
+  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/ray "${PYTEST_ARGS[@]}"; exit $? ;;
+  *) exit 1 ;;
+esac
 # Ray Train finds TorchTPU as the module torch_tpu: torchtpu's TorchTPU-compatible package,
 # which the torchtpu-torch_tpu.pth of torchtpu's install makes importable.
 if ! "$VENV/bin/python" -c "import torch_tpu._loader" 2>/dev/null; then

