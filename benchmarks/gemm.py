@@ -1,9 +1,10 @@
 """GEMM throughput of the simulated MXU ("tpu") against PyTorch's CPU GEMM, side by side.
 
 For square sizes 512..4096: float32 at each precision level ("highest" = 6 bf16 passes,
-"high" = 3, "medium" = 1) and bfloat16. The CPU side runs at the same
-torch.set_float32_matmul_precision, so both sides are asked the same question; for
-"high" and "medium" the comparison against CPU float32 at "highest" is printed too.
+"high" = 3, "medium" = 1; docs/precision.md), "highest" with the float32 opt-in (the host's
+float32 GEMM: torch.tpu.set_highest_algorithm("float32")), and bfloat16. The CPU side runs at the
+same torch.set_float32_matmul_precision, so both sides are asked the same question; for "high"
+and "medium" the comparison against CPU float32 at "highest" is printed too.
 
     python benchmarks/gemm.py                 # full: 512, 1024, 2048, 4096
     python benchmarks/gemm.py --sizes 512 1024 --repeats 3
@@ -29,16 +30,19 @@ def main() -> None:
     args = p.parse_args()
 
     rows = []
-    print(f"{'case':<22}{'n':>6}{'cpu GFLOP/s':>14}{'tpu GFLOP/s':>14}{'tpu/cpu':>9}{'est. v5e ms':>13}")
+    print(f"{'case':<34}{'n':>6}{'cpu GFLOP/s':>14}{'tpu GFLOP/s':>14}{'tpu/cpu':>9}{'est. v5e ms':>13}")
     for n in args.sizes:
         repeats = max(2, args.repeats if n <= 2048 else args.repeats // 2)
         torch.manual_seed(0)
         a32, b32 = torch.randn(n, n), torch.randn(n, n)
-        cases = [("float32 highest", "highest", torch.float32), ("float32 high", "high", torch.float32),
+        cases = [("float32 highest", "highest", torch.float32),
+                 ("float32 highest, float32 opt-in", "highest", torch.float32),
+                 ("float32 high", "high", torch.float32),
                  ("float32 medium", "medium", torch.float32), ("bfloat16", "highest", torch.bfloat16)]
         cpu_f32_highest = None
         for label, level, dtype in cases:
             torch.set_float32_matmul_precision(level)
+            torch.tpu.set_highest_algorithm("float32" if "opt-in" in label else "bf16_6x")
             a, b = a32.to(dtype), b32.to(dtype)
             ta, tb = a.to("tpu"), b.to("tpu")
             t = common.interleaved({"cpu": lambda: a @ b, "tpu": lambda: ta @ tb}, repeats)
@@ -52,7 +56,7 @@ def main() -> None:
                    "ratio_vs_cpu_float32_highest": cpu_f32_highest / tpu_s if cpu_f32_highest else None,
                    "estimated_v5e_s": est["device_time_s"], "repeats": repeats}
             rows.append(row)
-            print(f"{label:<22}{n:>6}{row['cpu_gflops']:>14.1f}{row['tpu_gflops']:>14.1f}"
+            print(f"{label:<34}{n:>6}{row['cpu_gflops']:>14.1f}{row['tpu_gflops']:>14.1f}"
                   f"{row['ratio']:>8.2f}x{est['device_time_s'] * 1e3:>13.3f}")
         torch.set_float32_matmul_precision("highest")
 

@@ -433,7 +433,8 @@ class Section:
 SECTIONS = [
     Section("gemm", ["python benchmarks/gemm.py"],
             "GEMM throughput of the simulated MXU against PyTorch's CPU GEMM, square sizes, float32 at "
-            "each matmul precision (\"highest\" six bf16 passes, \"high\" three, \"medium\" one) and "
+            "each matmul precision (\"highest\" six bf16 passes, \"high\" three, \"medium\" one; "
+            "\"highest\" with the float32 opt-in, the CPU's float32 GEMM: docs/precision.md) and "
             "bfloat16. The CPU side runs at the same `torch.set_float32_matmul_precision`, so both "
             "sides are asked the same question (docs/host-speed.md, \"GEMMs on oneDNN\").",
             ["gemm"], gemm, plots=["gemm"]),

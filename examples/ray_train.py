@@ -12,8 +12,10 @@ with ``TorchConfig(backend="gloo")`` on the CPU. It prints the global loss of ev
 and their largest difference, and fails (exit 1) when they differ by more than the tolerance
 (``TOLERANCE`` below says why that one).
 
-Float32 matmuls run at full precision (``TORCHTPU_MATMUL_PRECISION=highest``): the device's
-default is one bfloat16 pass, as the chip's, which the CPU does not compute (docs/testing.md,
+Float32 matmuls run at full precision (``TORCHTPU_MATMUL_PRECISION=highest``), computed as the
+CPU's float32 GEMM (``TORCHTPU_HIGHEST_ALGORITHM=float32``): the device's default is one
+bfloat16 pass, as the chip's, and the chip's "highest" six bfloat16 passes, neither of which the
+CPU computes; the example compares the distributed training itself (docs/testing.md,
 "Precision").
 """
 from __future__ import annotations
@@ -27,13 +29,15 @@ import time
 
 # Before torch is imported here and in the Ray workers, which inherit this environment.
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")
+os.environ.setdefault("TORCHTPU_HIGHEST_ALGORITHM", "float32")
 
 import torch  # noqa: E402
 
 # Largest allowed |tpu - cpu| of a step's loss, relative to the CPU's loss (and of a final
-# parameter, relative to the parameter's largest magnitude). At "highest" a float32 matmul on
-# tpu is PyTorch's float32 CPU GEMM and element-wise ops are PyTorch's CPU kernels, and both
-# runs all-reduce the gradients through Gloo's allreduce on the same bytes, so the runs agree
+# parameter, relative to the parameter's largest magnitude). At "highest" with the float32
+# algorithm a float32 matmul on tpu is PyTorch's float32 CPU GEMM and element-wise ops are
+# PyTorch's CPU kernels, and both runs all-reduce the gradients through Gloo's allreduce on the
+# same bytes, so the runs agree
 # to the last bit on this host (measured: difference 0). What may differ without a defect is the
 # order of float32 sums in a kernel (a blocked GEMM's split of the 64-long dot products chosen
 # by another thread count): about 64 * 2^-24 = 4e-6 relative for one product, which SGD carries

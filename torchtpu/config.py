@@ -102,6 +102,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TORCHTPU_MATMUL_PRECISION", "choice", "medium", "float32 matmuls outside "
              "torch.tpu.precision scopes: medium (one bf16 pass, as the chip), high, highest; "
              "torch.set_float32_matmul_precision sets it too.", doc="simulated-chip.md"),
+    Variable("TORCHTPU_HIGHEST_ALGORITHM", "choice", "bf16_6x", "What float32 matmuls and "
+             "convolutions at highest compute: bf16_6x (the chip's six bf16 passes) or float32 "
+             "(the host CPU's float32 GEMM, the CPU's result: an opt-in for tests that compare "
+             "with the CPU); torch.tpu.set_highest_algorithm sets it too.", doc="precision.md"),
     Variable("TORCHTPU_LAUNCH_US", "text", "2", "Cost model: the cost of one launch in µs, for "
              "every chip (`1.5`) or per chip (`v5e:2,v7:1`).", doc="simulated-chip.md"),
     Variable("TORCHTPU_EMULATION_FACTOR", "number", "10", "Cost model: VPU cost of float64 and "

@@ -24,7 +24,7 @@ __all__ = [
     "reset_accumulated_host_memory_stats", "precision", "reset_accumulated_memory_stats", "reset_peak_memory_stats", "seed",
     "seed_all", "default_stream", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "StreamContext",
-    "synchronize", "Precision",
+    "synchronize", "Precision", "get_highest_algorithm", "set_highest_algorithm",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -199,7 +199,8 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 class Precision(enum.Enum):
     """The MXU precision of float32 matmuls and convolutions, under Google TorchTPU's names (its
     ``torch.tpu.Precision``, StableHLO's precision configuration): ``DEFAULT`` rounds the
-    operands to bfloat16 (1 pass), ``HIGH`` multiplies in 3 bfloat16 passes, ``HIGHEST`` in 6."""
+    operands to bfloat16 (1 pass), ``HIGH`` multiplies in 3 bfloat16 passes (XLA's bf16_3x),
+    ``HIGHEST`` in 6 (bf16_6x; docs/precision.md)."""
 
     DEFAULT = "medium"
     HIGH = "high"
@@ -246,6 +247,25 @@ def get_default_matmul_precision() -> str:
     another. ``torch.get_float32_matmul_precision()`` is PyTorch's setting for the CPU, which
     stays "highest" until set (docs/simulated-chip.md, "MXU numerics")."""
     return _C.default_precision()
+
+
+def get_highest_algorithm() -> str:
+    """What float32 matmuls and convolutions at ``"highest"`` (``Precision.HIGHEST``) compute:
+    ``"bf16_6x"``, the chip's six bfloat16 passes (the default), or ``"float32"``, the host CPU's
+    float32 GEMM, whose results are the CPU's bit for bit (docs/precision.md)."""
+    return _C.highest_algorithm()
+
+
+def set_highest_algorithm(algorithm: str) -> None:
+    """Sets what ``"highest"`` computes for the whole process: ``"bf16_6x"`` (the chip's six
+    bfloat16 passes, the default) or ``"float32"`` (the host CPU's float32 GEMM, an opt-in for
+    programs and tests that compare with the CPU and test something else than the chip's
+    numerics). ``TORCHTPU_HIGHEST_ALGORITHM`` sets the starting value. Work issued before the
+    call runs first, with the algorithm it was issued under (docs/precision.md)."""
+    if algorithm not in ("bf16_6x", "float32"):
+        raise ValueError("the 'highest' matmul algorithm must be 'bf16_6x' (the chip's six bf16 "
+                         f"passes) or 'float32' (the host CPU's float32 GEMM), not {algorithm!r}")
+    _C.set_highest_algorithm(algorithm)
 
 
 def _follow_torch_float32_matmul_precision() -> None:

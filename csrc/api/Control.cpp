@@ -158,6 +158,13 @@ void set_default_precision(const std::string& name) {
   sim::set_default_precision(sim::precision_from_name(name));
 }
 std::string default_precision() { return sim::name(sim::default_precision()); }
+void set_highest_algorithm(const std::string& name) {
+  const sim::HighestAlgorithm algorithm = sim::highest_algorithm_from_name(name);
+  if (algorithm == sim::highest_algorithm()) return;
+  sync_all();
+  sim::set_highest_algorithm(algorithm);
+}
+std::string highest_algorithm() { return sim::name(sim::highest_algorithm()); }
 
 namespace {
 std::shared_ptr<c10::GatheredContext> gather_python_stack() {

@@ -171,6 +171,11 @@ std::string current_precision();
 // The precision outside scopes (sim::default_precision), by torch's names.
 void set_default_precision(const std::string& name);
 std::string default_precision();
+// What "highest" computes (sim::highest_algorithm): "bf16_6x" (the chip's six passes) or
+// "float32" (the host's float32 GEMM). Setting it first runs every recorded and queued op
+// (sync_all), so work issued before keeps the algorithm it was issued under.
+void set_highest_algorithm(const std::string& name);
+std::string highest_algorithm();
 
 // Memory history (torch.tpu.memory._record_memory_history, docs/insight.md): every allocation
 // and free of every device, with the stack (a torch::CapturedTraceback: Python frames, gathered

@@ -41,9 +41,9 @@ namespace torchtpu::aten {
 namespace {
 
 // Convolution. PyTorch routes a new backend's convolutions to the *_overrideable entry points.
-// A convolution is bilinear in (input, weight), so it follows the MXU numerics exactly as a
-// matmul does (sim::bilinear_passes): PyTorch's host convolution runs on bf16 parts of the
-// operands, with exact products and fp32 accumulation. The cost is charged as the im2col
+// A convolution is bilinear in (input, weight), so it follows the MXU numerics as a matmul does
+// (sim::bilinear_passes): PyTorch's host convolution runs on bf16 parts of the operands, with
+// exact products and fp32 accumulation, the passes grouped into fewer host convolutions. The cost is charged as the im2col
 // matmul the TPU runs: M = batch x output positions, K = input channels per group x kernel
 // positions, N = output channels per group, one matmul per group.
 
@@ -131,14 +131,10 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   at::Tensor out;
   if (dtype == at::kFloat || dtype == at::kHalf) {
     const at::Tensor xf = x.to(at::kFloat), wf = w.to(at::kFloat);
-    sim::bilinear_passes(xf, wf, sim::current_precision(),
-                         [&](const at::Tensor& xp, const at::Tensor& wp, bool accumulate) {
-                           if (accumulate) {
-                             out.add_(conv(xp, wp, std::nullopt));
-                           } else {
-                             out = conv(xp, wp, std::nullopt);
-                           }
-                         });
+    out = sim::bilinear_passes(xf, wf, sim::current_precision(),
+                               [&](const at::Tensor& xp, const at::Tensor& wp) {
+                                 return conv(xp, wp, std::nullopt);
+                               });
     if (h_bias) {  // the bias is added on the VPU, in fp32, broadcast over channels
       std::vector<int64_t> shape(out.dim(), 1);
       shape[1] = out.size(1);
@@ -179,23 +175,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const auto dtype = input.scalar_type();
   at::Tensor gi, gw, gb;
   if (dtype == at::kFloat || dtype == at::kHalf) {
-    // grad_input is bilinear in (grad_output, weight), grad_weight in (input, grad_output).
-    // Two calls cover the passes of both at "high": (go_hm, x_hi, w_hi) gives
-    // go_hm*w_hi and x_hi*go_hm; (go_hi, x_mid, w_mid) gives go_hi*w_mid and x_mid*go_hi.
+    // grad_input is bilinear in (grad_output, weight), grad_weight in (input, grad_output): one
+    // call with (go part g, x part o, w part o) gives the pass (g, o) of both, so the passes of
+    // sim::grouped_passes (grad_output's part first) take one call each, combined in their
+    // order as the forward's (sim::bilinear_passes).
     const at::Tensor gof = go.to(at::kFloat), xf = x.to(at::kFloat), wf = w.to(at::kFloat);
     const auto p = sim::current_precision();
     std::array<bool, 3> products{output_mask[0], output_mask[1], false};
-    if (p == sim::Precision::kHighest) {
+    if (sim::host_float32(p)) {
       std::tie(gi, gw, std::ignore) = backward(gof, xf, wf, products);
     } else if (p == sim::Precision::kDefault) {
       std::tie(gi, gw, std::ignore) =
           backward(sim::bf16_hi(gof), sim::bf16_hi(xf), sim::bf16_hi(wf), products);
     } else {
-      const at::Tensor go_hi = sim::bf16_hi(gof);
-      auto [gi1, gw1, unused1] = backward(sim::bf16_hi_mid(gof), sim::bf16_hi(xf), sim::bf16_hi(wf), products);
-      auto [gi2, gw2, unused2] = backward(go_hi, sim::bf16_mid(xf), sim::bf16_mid(wf), products);
-      if (output_mask[0]) gi = gi1.add_(gi2);
-      if (output_mask[1]) gw = gw1.add_(gw2);
+      std::vector<at::Tensor> gis, gws;
+      for (const sim::PartPair& pair : sim::grouped_passes(p)) {
+        auto [gi_p, gw_p, unused] = backward(sim::bf16_part(gof, pair.a),
+                                             sim::bf16_part(xf, pair.b),
+                                             sim::bf16_part(wf, pair.b), products);
+        if (output_mask[0]) gis.push_back(gi_p);
+        if (output_mask[1]) gws.push_back(gw_p);
+      }
+      if (output_mask[0]) gi = sim::combine_partials(gis);
+      if (output_mask[1]) gw = sim::combine_partials(gws);
     }
     if (output_mask[2]) {  // a reduction on the VPU, in fp32
       std::vector<int64_t> dims{0};

@@ -123,12 +123,13 @@ void run_product(const at::Tensor& h_self, const at::Tensor& h_a, const at::Tens
                                                        widen ? at::kFloat : h_out.scalar_type()));
   // (beta == 1, the bias of a linear layer: self added as it is, as self * 1 is self.)
   const bool one = use_beta && !b.isComplex() && (integral ? b.toLong() == 1 : b.toDouble() == 1.0);
-  if (on_mxu && one && a.equal(1) && precision == sim::Precision::kHighest &&
+  if (on_mxu && one && a.equal(1) && sim::host_float32(precision) &&
       h_out.scalar_type() == at::kFloat && h_a.scalar_type() == at::kFloat && h_a.dim() == 2 &&
       h_b.dim() == 2 && h_self.dim() <= 2) {
-    // float32 at "highest" is one float32 GEMM (sim/Mxu.h): PyTorch's CPU addmm is that GEMM with
-    // the bias in its accumulator (laid into the result first, then a GEMM with beta 1), as a
-    // linear layer on the CPU runs, rather than a second pass over the result to add the bias.
+    // float32 at "highest" with the host's float32 GEMM (the opt-in of sim/Mxu.h): PyTorch's CPU
+    // addmm is that GEMM with the bias in its accumulator (laid into the result first, then a
+    // GEMM with beta 1), as a linear layer on the CPU runs, rather than a second pass over the
+    // result to add the bias.
     at::addmm_out(p, h_self, h_a, h_b);
     if (!direct) h_out.copy_(p);
     return;

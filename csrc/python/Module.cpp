@@ -403,6 +403,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_default_precision",
         [](const std::string& name) { api::set_default_precision(name); });
   m.def("default_precision", [] { return api::default_precision(); });
+  m.def("set_highest_algorithm", [](const std::string& name) {
+    py::gil_scoped_release no_gil;  // (waits for the devices)
+    api::set_highest_algorithm(name);
+  });
+  m.def("highest_algorithm", [] { return api::highest_algorithm(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
   m.def("record_memory_history", [](bool on, size_t max_entries) {

@@ -33,41 +33,39 @@ thread_local std::optional<Precision> tls_override;
 // first read, which takes TORCHTPU_MATMUL_PRECISION or TorchTPU's DEFAULT.
 std::atomic<int> process_default{-1};
 
-// One pass over a float32 tensor: the bf16 part `part` (0 hi, 1 mid) or the prefix sum of parts
-// 0..upto, computed by sim/Numerics in parallel blocks. The result is contiguous.
-at::Tensor split_tensor(const at::Tensor& x, int index, bool prefix) {
+// "highest"'s algorithm for the process (see highest_algorithm() in sim/Mxu.h); -1 until the
+// first read, which takes TORCHTPU_HIGHEST_ALGORITHM or bf16_6x.
+std::atomic<int> process_highest{-1};
+
+// rounded: bf16(x) for every element (the one-pass operand); else the multi-pass part `part`
+// (bf16_split: 0 hi, 1 mid, 2 lo, with `prefix` / `suffix` sums of parts), computed by
+// sim/Numerics in parallel blocks. The result is contiguous.
+at::Tensor part_tensor(const at::Tensor& x, bool rounded, int part, bool prefix, bool suffix) {
   const at::Tensor src = x.contiguous();
   at::Tensor dst = at::empty(src.sizes(), src.options());
   const float* in = src.const_data_ptr<float>();
   float* out = dst.mutable_data_ptr<float>();
   at::parallel_for(0, src.numel(), 32768, [&](int64_t begin, int64_t end) {
-    bf16_split(in + begin, out + begin, end - begin, index, prefix);
+    if (rounded) {
+      round_bf16(in + begin, out + begin, end - begin);
+    } else {
+      bf16_split(in + begin, out + begin, end - begin, part, prefix, suffix);
+    }
   });
   return dst;
 }
 
-// Writes the bf16 parts of x, a contiguous float32 [batch, R, C], as bf16 bits into dst: `count`
-// 1 writes hi(x); 3 writes the parts the "high" passes multiply, in the order `parts_of_a` says
-// ([hi, hi, mid] for the left operand, [hi, mid, hi] for the right one). They are laid side by
-// side along the columns (dst [batch, R, count * C]) or along the rows (dst [batch, count * R, C]).
-void write_parts(const at::Tensor& x, uint16_t* dst, int count, bool parts_of_a,
-                 bool along_columns) {
+// Writes the bf16 parts of the contiguous float32 x as bf16 bits, each part in a plane of
+// x.numel() values: `count` 1 writes bf16(x) (rounded to nearest) to planes[0]; 2 or 3 write the
+// multi-pass parts hi, mid (and lo) to planes[0..count).
+void write_planes(const at::Tensor& x, uint16_t* const* planes, int count) {
   const float* src = x.const_data_ptr<float>();
-  const int64_t R = x.size(1), C = x.size(2);
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(C, 1));
-  at::parallel_for(0, x.size(0) * R, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t b = row / R, r = row % R;
-      auto part = [&](int j) {
-        return along_columns ? dst + (row * count + j) * C : dst + ((b * count + j) * R + r) * C;
-      };
-      if (count == 1) {
-        bf16_part_bits(src + row * C, C, part(0), nullptr, nullptr);
-      } else if (parts_of_a) {
-        bf16_part_bits(src + row * C, C, part(0), part(1), part(2));
-      } else {
-        bf16_part_bits(src + row * C, C, part(0), part(2), part(1));
-      }
+  at::parallel_for(0, x.numel(), 32768, [&](int64_t begin, int64_t end) {
+    if (count == 1) {
+      bf16_round_bits(src + begin, end - begin, planes[0] + begin);
+    } else {
+      bf16_split_bits(src + begin, end - begin, planes[0] + begin, planes[1] + begin,
+                      count == 3 ? planes[2] + begin : nullptr);
     }
   });
 }
@@ -105,89 +103,250 @@ std::optional<Gemms> as_gemms(const at::Tensor& a, const at::Tensor& b, const at
   return g;
 }
 
-// GEMMs of fewer multiply-adds than this run on MKL's kernel (see run_gemms).
+// GEMMs of fewer multiply-adds than this run on MKL's kernel (see gemm_bf16).
 constexpr int64_t kOneDnnMinimum = int64_t(1) << 21;
 
-// out = A @ B for bf16 bits a16 [A.size(0), M, Kp] and b16 [B.size(0), Kp, N], float32 sums.
-void run_gemms(const Gemms& g, const uint16_t* a16, const uint16_t* b16, int64_t Kp,
-               const at::Tensor& out) {
-  const bool direct = out.is_contiguous() && out.scalar_type() == at::kFloat;
-  at::Tensor C = direct ? out : at::empty(out.sizes(), out.options().dtype(at::kFloat));
-  float* c = C.data_ptr<float>();
+// c[i] = a[i] @ b[i] for i < count, float32 sums of exact bf16 products: a[i] = a + i * a_step
+// ([M, K] bf16 bits, row-major), b[i] = b + i * b_step ([K, N]), c[i] = c + i * M * N (float32,
+// row-major). A step of 0 shares the operand between the GEMMs.
+void gemm_bf16(int64_t count, const uint16_t* a, int64_t a_step, const uint16_t* b,
+               int64_t b_step, int64_t M, int64_t N, int64_t K, float* c) {
 #ifdef TORCHTPU_ONEDNN
   // oneDNN's kernel where the CPU has a bf16 dot product: MKL's runs at the float32 GEMM's rate
   // on some CPUs (AMD's: 130 against oneDNN's 380 GFLOP/s, docs/host-speed.md). Small GEMMs
   // stay with MKL (a oneDNN call costs a few microseconds more).
-  if (g.gemms * g.M * g.N * Kp >= kOneDnnMinimum && onednn::available() &&
-      onednn::gemm_bf16_f32(g.gemms, g.A.size(0), g.B.size(0), g.M, g.N, Kp, a16, b16, c)) {
+  if (count * M * N * K >= kOneDnnMinimum && onednn::available() &&
+      onednn::gemm_bf16_f32(count, a_step == 0 ? 1 : count, b_step == 0 ? 1 : count, M, N, K, a,
+                            b, c)) {
     TORCHTPU_COUNT("mxu.onednn_gemms");
-    if (!direct) const_cast<at::Tensor&>(out).copy_(C);
     return;
   }
 #endif
   constexpr int kRowMajor = 101, kNoTrans = 111;
-  for (int64_t i = 0; i < g.gemms; ++i) {
-    cblas_gemm_bf16bf16f32(kRowMajor, kNoTrans, kNoTrans, int(g.M), int(g.N), int(Kp), 1.0f,
-                           a16 + (g.A.size(0) == 1 ? 0 : i) * g.M * Kp, int(Kp),
-                           b16 + (g.B.size(0) == 1 ? 0 : i) * Kp * g.N, int(g.N), 0.0f,
-                           c + i * g.M * g.N, int(g.N));
+  for (int64_t i = 0; i < count; ++i) {
+    cblas_gemm_bf16bf16f32(kRowMajor, kNoTrans, kNoTrans, int(M), int(N), int(K), 1.0f,
+                           a + i * a_step, int(K), b + i * b_step, int(N), 0.0f, c + i * M * N,
+                           int(N));
   }
+}
+
+// out = A @ B for bf16 bits a16 [A.size(0), M, K] and b16 [B.size(0), K, N], float32 sums.
+void run_gemms(const Gemms& g, const uint16_t* a16, const uint16_t* b16, const at::Tensor& out) {
+  const bool direct = out.is_contiguous() && out.scalar_type() == at::kFloat;
+  at::Tensor C = direct ? out : at::empty(out.sizes(), out.options().dtype(at::kFloat));
+  gemm_bf16(g.gemms, a16, g.A.size(0) == 1 ? 0 : g.M * g.K, b16, g.B.size(0) == 1 ? 0 : g.K * g.N,
+            g.M, g.N, g.K, C.data_ptr<float>());
   if (!direct) const_cast<at::Tensor&>(out).copy_(C);
 }
 
-// A buffer of n bf16 values for this thread's GEMM operands, kept between calls (a fresh one per
-// call would cost a page fault per 4 KiB written); one over 64 MiB is replaced by the next call
-// that needs less.
-uint16_t* bf16_scratch(size_t n) {
+// A buffer of n values of T for this thread, kept between calls (a fresh one per call would cost
+// a page fault per 4 KiB written); one over 32 Mi values is replaced by the next call that needs
+// less.
+template <typename T>
+T* scratch(size_t n) {
   constexpr size_t kKept = size_t(32) << 20;  // values
-  thread_local std::unique_ptr<uint16_t[]> buffer;
+  thread_local std::unique_ptr<T[]> buffer;
   thread_local size_t capacity = 0;
   if (n > capacity || (capacity > kKept && n <= kKept)) {
-    buffer.reset(new uint16_t[n]);
+    buffer.reset(new T[n]);
     capacity = n;
   }
   return buffer.get();
 }
 
-// out = a @ b for float32 operands at "medium" or "high" in one host bf16 GEMM with float32
-// results: the parts each pass multiplies laid side by side along the inner dimension (medium:
-// hi(a) @ hi(b); high: [hi(a) hi(a) mid(a)] @ [hi(b); mid(b); hi(b)]), every product exact,
-// sums in float32. False where it does not apply (no such GEMM in the library, shapes beyond
-// 3-D or 32-bit sizes, a dot product): then the passes run as float32 GEMMs.
-bool bf16_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
-               Precision precision) {
-  if (precision != Precision::kDefault && precision != Precision::kHigh) return false;
-  const int count = precision == Precision::kHigh ? 3 : 1;
-  const std::optional<Gemms> g = as_gemms(a, b, out, count);
+// out[i] = out[i] + add[i] for i < n, the sum's NaNs replaced by zero where `drop_nans` (the
+// last of the passes before hi*hi: combine_passes).
+void add_into(float* out, const float* add, int64_t n, bool drop_nans) {
+  at::parallel_for(0, n, 32768, [&](int64_t begin, int64_t end) {
+    // (a loop per case, with no branch on the case inside, so that each vectorizes)
+    if (drop_nans) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float sum = out[i] + add[i];
+        out[i] = std::isnan(sum) ? 0.0f : sum;
+      }
+    } else {
+      for (int64_t i = begin; i < end; ++i) out[i] = out[i] + add[i];
+    }
+  });
+}
+
+// A pass's float32 results go to a buffer of at most this many floats before they are added to
+// the result: a matmul whose GEMMs need more runs in blocks of its GEMMs, or of equal blocks of
+// rows of one GEMM. Buffers up to kKeptPartialFloats are kept per thread between calls; larger
+// ones are allocated for the call. (With every pass but hi*hi in a buffer of its own, added by
+// one loop, a 16 MiB budget made the (8, 2048, 2048) product at "highest" run in blocks of 409
+// rows, 1.8 times as long as in whole GEMMs.)
+std::atomic<int64_t> partial_floats_budget{int64_t(32) << 20};  // 128 MiB
+constexpr int64_t kKeptPartialFloats = int64_t(1) << 20;        // 4 MiB
+
+// out = a @ b for float32 operands at "medium" in one host bf16 GEMM with float32 results of the
+// rounded operands, bf16(a) @ bf16(b), every product exact, sums in float32. False where it does
+// not apply (no such GEMM in the library, shapes beyond 3-D or 32-bit sizes, a dot product).
+bool one_pass_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
+  const std::optional<Gemms> g = as_gemms(a, b, out, 1);
   if (!g) return false;
-  const int64_t Kp = count * g->K;
-  const size_t a_elems = size_t(g->A.size(0) * g->M * Kp);
-  uint16_t* a16 = bf16_scratch(a_elems + size_t(g->B.size(0) * Kp * g->N));
+  const size_t a_elems = size_t(g->A.size(0) * g->M * g->K);
+  uint16_t* a16 = scratch<uint16_t>(a_elems + size_t(g->B.size(0) * g->K * g->N));
   uint16_t* b16 = a16 + a_elems;
-  write_parts(g->A.contiguous(), a16, count, /*parts_of_a=*/true, /*along_columns=*/true);
-  write_parts(g->B.contiguous(), b16, count, /*parts_of_a=*/false, /*along_columns=*/false);
-  run_gemms(*g, a16, b16, Kp, out);
+  write_planes(g->A.contiguous(), &a16, 1);
+  write_planes(g->B.contiguous(), &b16, 1);
+  run_gemms(*g, a16, b16, out);
+  return true;
+}
+
+// out = a @ b for float32 operands at "high" or "highest", pass by pass: the operands' parts
+// written once as bf16 planes, each pass one bf16 GEMM with float32 results, added to the result
+// in the passes' order (combine_passes): the first pass into the result, each later one into a
+// buffer, then added. False where the GEMM does not apply (as one_pass_gemm).
+bool multi_pass_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                     Precision precision) {
+  const int count = precision == Precision::kHighest ? 3 : 2;  // parts per operand
+  const int n_passes = passes(precision);
+  const PassPair* pairs = pass_pairs(precision);
+  const std::optional<Gemms> g = as_gemms(a, b, out, 1);
+  if (!g) return false;
+  const int64_t M = g->M, K = g->K, N = g->N;
+  const int64_t a_plane = g->A.size(0) * M * K, b_plane = g->B.size(0) * K * N;
+  uint16_t* a16 = scratch<uint16_t>(size_t(count) * (a_plane + b_plane));
+  uint16_t* b16 = a16 + count * a_plane;
+  uint16_t* a_parts[3] = {a16, a16 + a_plane, a16 + 2 * a_plane};
+  uint16_t* b_parts[3] = {b16, b16 + b_plane, b16 + 2 * b_plane};
+  write_planes(g->A.contiguous(), a_parts, count);
+  write_planes(g->B.contiguous(), b_parts, count);
+
+  const bool direct = out.is_contiguous() && out.scalar_type() == at::kFloat;
+  at::Tensor C = direct ? out : at::empty(out.sizes(), out.options().dtype(at::kFloat));
+  float* c = C.data_ptr<float>();
+  // Blocks: several whole GEMMs where their results fit the buffer, else equal blocks of rows.
+  const int64_t budget = partial_floats_budget.load(std::memory_order_relaxed);
+  const int64_t per_gemm = M * N;
+  const int64_t gemms_per_block = std::max<int64_t>(1, budget / std::max<int64_t>(per_gemm, 1));
+  const int64_t row_blocks = per_gemm <= budget ? 1 : (per_gemm + budget - 1) / budget;
+  const int64_t rows_per_block = (M + row_blocks - 1) / row_blocks;
+  const size_t buffer_floats = size_t(std::min(gemms_per_block, g->gemms) * rows_per_block * N);
+  std::unique_ptr<float[]> own;
+  float* buffer = nullptr;
+  if (int64_t(buffer_floats) <= kKeptPartialFloats) {
+    buffer = scratch<float>(buffer_floats);
+  } else {
+    own.reset(new float[buffer_floats]);
+    buffer = own.get();
+  }
+  const int64_t a_step = g->A.size(0) == 1 ? 0 : M * K, b_step = g->B.size(0) == 1 ? 0 : K * N;
+  for (int64_t g0 = 0; g0 < g->gemms; g0 += gemms_per_block) {
+    const int64_t gemms = std::min(gemms_per_block, g->gemms - g0);
+    for (int64_t r0 = 0; r0 < M; r0 += rows_per_block) {
+      const int64_t rows = std::min(rows_per_block, M - r0);
+      const int64_t block = gemms * rows * N;  // (rows < M only with one GEMM per block)
+      float* result = c + g0 * M * N + r0 * N;
+      for (int p = 0; p < n_passes; ++p) {
+        gemm_bf16(gemms, a_parts[pairs[p].a_part] + g0 * a_step + r0 * K, a_step,
+                  b_parts[pairs[p].b_part] + g0 * b_step, b_step, rows, N, K,
+                  p == 0 ? result : buffer);
+        if (p > 0) add_into(result, buffer, block, /*drop_nans=*/p == n_passes - 2);
+      }
+    }
+  }
+  if (!direct) const_cast<at::Tensor&>(out).copy_(C);
   return true;
 }
 
 // out = a @ b in fp32 with the passes of `precision` (see the header).
 void float_matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                   Precision precision) {
-  if (bf16_gemm(a, b, out, precision)) return;
-  bilinear_passes(a, b, precision, [&](const at::Tensor& x, const at::Tensor& y, bool accumulate) {
-    if (accumulate) {
-      out.add_(at::matmul(x, y));
-    } else {
-      at::matmul_out(const_cast<at::Tensor&>(out), x, y);
-    }
-  });
+  if (host_float32(precision)) {
+    at::matmul_out(const_cast<at::Tensor&>(out), a, b);
+    return;
+  }
+  if (precision == Precision::kDefault) {
+    if (one_pass_gemm(a, b, out)) return;
+    at::matmul_out(const_cast<at::Tensor&>(out), bf16_hi(a), bf16_hi(b));
+    return;
+  }
+  if (multi_pass_gemm(a, b, out, precision)) return;
+  // Without the library's bf16 GEMM (or for shapes it does not take): each pass a float32 GEMM of
+  // the parts, whose products are exact, added in the passes' order.
+  const PassPair* pairs = pass_pairs(precision);
+  const Part parts[3] = {Part::kHi, Part::kMid, Part::kLo};
+  std::vector<at::Tensor> partials;
+  for (int p = 0; p < passes(precision); ++p) {
+    partials.push_back(at::matmul(bf16_part(a, parts[pairs[p].a_part]),
+                                  bf16_part(b, parts[pairs[p].b_part])));
+  }
+  const_cast<at::Tensor&>(out).copy_(combine_partials(partials));
 }
 
 }  // namespace
 
-at::Tensor bf16_hi(const at::Tensor& x) { return split_tensor(x, 0, false); }
-at::Tensor bf16_mid(const at::Tensor& x) { return split_tensor(x, 1, false); }
-at::Tensor bf16_hi_mid(const at::Tensor& x) { return split_tensor(x, 1, true); }
+int64_t set_partial_floats_budget(int64_t floats) {
+  TORCH_CHECK(floats > 0, "the partial results' budget must be positive");
+  return partial_floats_budget.exchange(floats);
+}
+
+at::Tensor bf16_hi(const at::Tensor& x) { return part_tensor(x, true, 0, false, false); }
+
+at::Tensor bf16_part(const at::Tensor& x, Part part) {
+  switch (part) {
+    case Part::kHi: return part_tensor(x, false, 0, false, false);
+    case Part::kMid: return part_tensor(x, false, 1, false, false);
+    case Part::kLo: return part_tensor(x, false, 2, false, false);
+    case Part::kHiMid: return part_tensor(x, false, 1, true, false);
+    case Part::kMidLo: return part_tensor(x, false, 1, false, true);
+  }
+  TORCH_INTERNAL_ASSERT(false);
+}
+
+const std::vector<PartPair>& grouped_passes(Precision precision) {
+  static const std::vector<PartPair> high = {
+      {Part::kMid, Part::kHi}, {Part::kHi, Part::kMid}, {Part::kHi, Part::kHi}};
+  // mid*hi + mid*mid, hi*mid + hi*lo, lo*hi, then hi*hi: the six passes.
+  static const std::vector<PartPair> highest = {{Part::kMid, Part::kHiMid},
+                                                {Part::kHi, Part::kMidLo},
+                                                {Part::kLo, Part::kHi},
+                                                {Part::kHi, Part::kHi}};
+  TORCH_CHECK(precision != Precision::kDefault, "grouped_passes: one pass at 'medium'");
+  return precision == Precision::kHigh ? high : highest;
+}
+
+at::Tensor combine_partials(std::vector<at::Tensor>& partials) {
+  TORCH_INTERNAL_ASSERT(!partials.empty());
+  if (partials.size() == 1) return partials[0];
+  at::Tensor sum = partials[0];
+  for (size_t i = 1; i + 1 < partials.size(); ++i) sum.add_(partials[i]);
+  sum.masked_fill_(sum.isnan(), 0.0);
+  return sum.add_(partials.back());
+}
+
+const char* name(HighestAlgorithm algorithm) {
+  return algorithm == HighestAlgorithm::kFloat32 ? "float32" : "bf16_6x";
+}
+
+HighestAlgorithm highest_algorithm_from_name(const std::string& name) {
+  if (name == "bf16_6x") return HighestAlgorithm::kBf16x6;
+  if (name == "float32") return HighestAlgorithm::kFloat32;
+  TORCH_CHECK_VALUE(false, "the 'highest' matmul algorithm must be 'bf16_6x' (the chip's six bf16 "
+                    "passes) or 'float32' (the host CPU's float32 GEMM), got '", name, "'");
+}
+
+HighestAlgorithm highest_algorithm() {
+  int value = process_highest.load(std::memory_order_relaxed);
+  if (value < 0) {
+    HighestAlgorithm algorithm = HighestAlgorithm::kBf16x6;
+    if (auto name = runtime::env::get("TORCHTPU_HIGHEST_ALGORITHM")) {
+      TORCH_CHECK_VALUE(*name == "bf16_6x" || *name == "float32",
+                        "TORCHTPU_HIGHEST_ALGORITHM must be bf16_6x or float32, got '", *name, "'");
+      algorithm = highest_algorithm_from_name(*name);
+    }
+    int expected = -1;
+    process_highest.compare_exchange_strong(expected, static_cast<int>(algorithm));
+    value = process_highest.load(std::memory_order_relaxed);
+  }
+  return static_cast<HighestAlgorithm>(value);
+}
+
+void set_highest_algorithm(HighestAlgorithm algorithm) {
+  process_highest.store(static_cast<int>(algorithm), std::memory_order_relaxed);
+}
 
 void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
   TORCH_CHECK(a.scalar_type() == at::kBFloat16 && b.scalar_type() == at::kBFloat16 &&
@@ -200,11 +359,11 @@ void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Te
   if (const std::optional<Gemms> g = as_gemms(a, b, out, 1)) {
     const at::Tensor A = g->A.contiguous(), B = g->B.contiguous();
     run_gemms(*g, reinterpret_cast<const uint16_t*>(A.const_data_ptr()),
-              reinterpret_cast<const uint16_t*>(B.const_data_ptr()), g->K, out);
+              reinterpret_cast<const uint16_t*>(B.const_data_ptr()), out);
     return;
   }
   // (bf16 products are exact in float32: a float32 GEMM of the widened operands is the same)
-  float_matmul(a.to(at::kFloat), b.to(at::kFloat), out, Precision::kHighest);
+  at::matmul_out(const_cast<at::Tensor&>(out), a.to(at::kFloat), b.to(at::kFloat));
 }
 
 Precision default_precision() {

@@ -8,14 +8,17 @@
 //
 //   bfloat16 operands : one pass; the host bf16 GEMM multiplies exactly and accumulates in
 //                       fp32, rounding once to bf16 at the end, as the MXU does.
-//   float32, highest  : 6 bf16 passes. Equal to an fp32 GEMM of the original operands up to
-//                       the dropped terms mid*lo + lo*mid + lo*lo (below 2^-32 relative).
-//   float32, high     : 3 passes, run as one host bf16 GEMM with float32 results whose inner
-//                       dimension holds the three: [hi(a) hi(a) mid(a)] @ [hi(b); mid(b); hi(b)]
-//                       (MKL's cblas_gemm_bf16bf16f32, which libtorch_cpu exports on x86-64;
-//                       without it, 2 float32 GEMMs: hi(a) @ (hi+mid)(b) + mid(a) @ hi(b)).
-//   float32, medium   : 1 pass: bf16(a) @ bf16(b), products exact in fp32 (the same bf16 GEMM,
-//                       or a float32 GEMM of the rounded operands).
+//   float32, highest  : 6 bf16 passes (XLA's bf16_6x, docs/precision.md): the operands split
+//                       into hi = truncation to bf16, mid = bf16(x - hi), lo = bf16(x - hi -
+//                       mid); each pass one host bf16 GEMM with float32 results (oneDNN's, or
+//                       MKL's cblas_gemm_bf16bf16f32, which libtorch_cpu exports on x86-64;
+//                       without them, float32 GEMMs of the parts), the passes added as
+//                       combine_passes says: ((((mid*mid + hi*lo) + lo*hi) + hi*mid) + mid*hi)
+//                       + hi*hi. With the opt-in highest_algorithm() == kFloat32, the host's
+//                       float32 GEMM of the original operands instead (the CPU's result).
+//   float32, high     : 3 passes (bf16_3x), the same way: (mid*hi + hi*mid) + hi*hi.
+//   float32, medium   : 1 pass: bf16(a) @ bf16(b) rounded to nearest, products exact in fp32
+//                       (one bf16 GEMM, or a float32 GEMM of the rounded operands).
 //   float16 operands  : converted to float32 exactly, then as float32 at the current precision,
 //                       the result rounded to float16.
 //   int8 operands     : int8 x int8 products accumulated exactly in int32.
@@ -30,15 +33,18 @@
 //                       chunks, combined in 64 bits on the VPU). That is the wrapping result
 //                       PyTorch's CPU GEMM of the type gives, which the host runs.
 //
-// What differs from the MXU is only the order of the fp32 additions. The bound the tests
-// check against the pass-by-pass reference (sim/Reference.h), per output element:
-//   |fast - reference| <= 2 * K * 2^-24 * sum_k |a_k| |b_k|   (+ the dropped terms at highest)
+// What differs from the MXU is only the order of the fp32 additions within each pass's sum over
+// K (passes are added in the reference's order). The bound the tests check against the
+// pass-by-pass reference (sim/Reference.h), per output element:
+//   |fast - reference| <= 2 * K * 2^-24 * sum_k |a_k| |b_k|
 #include "sim/CostModel.h"
 #include "sim/Numerics.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace torchtpu::sim {
 
@@ -53,6 +59,22 @@ Precision default_precision();
 void set_default_precision(Precision precision);
 std::optional<Precision> precision_override();
 void set_precision_override(std::optional<Precision> precision);
+
+// What "highest" computes for float32 (and float16) operands, for the whole process: the chip's
+// six bf16 passes (kBf16x6, the default), or the host CPU's float32 GEMM (kFloat32: PyTorch's
+// CPU kernel on the host aliases, the CPU's result bit for bit), an opt-in for programs and
+// tests that compare with the CPU and test something else than the MXU's numerics.
+// TORCHTPU_HIGHEST_ALGORITHM (bf16_6x or float32) sets the starting value,
+// torch.tpu.set_highest_algorithm(...) changes it (docs/precision.md).
+enum class HighestAlgorithm { kBf16x6, kFloat32 };
+HighestAlgorithm highest_algorithm();
+void set_highest_algorithm(HighestAlgorithm algorithm);
+const char* name(HighestAlgorithm algorithm);  // "bf16_6x", "float32"
+HighestAlgorithm highest_algorithm_from_name(const std::string& name);
+// True where float32 products at `precision` run as the host's float32 GEMM (the opt-in above).
+inline bool host_float32(Precision precision) {
+  return precision == Precision::kHighest && highest_algorithm() == HighestAlgorithm::kFloat32;
+}
 
 // The MXU passes a matmul of this dtype takes at the current precision (integers: int8 passes).
 int matmul_passes(c10::ScalarType dtype);
@@ -75,35 +97,53 @@ void matmul(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, Pre
 // sums in float32, no final rounding (the MXU's accumulator, before an epilogue rounds it).
 void matmul_bf16_to_float(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out);
 
-// The bf16 parts of a float32 host tensor (contiguous results): hi = bf16(x), mid = bf16(x -
-// hi), and hi + mid (exact in float32: 16 significant bits).
-at::Tensor bf16_hi(const at::Tensor& x);
-at::Tensor bf16_mid(const at::Tensor& x);
-at::Tensor bf16_hi_mid(const at::Tensor& x);
+// The most floats of a multi-pass product's results one pass computes at once before they are
+// added (32 Mi by default; more are computed in blocks of GEMMs or of rows): returns the
+// previous value. For tests of the blocks.
+int64_t set_partial_floats_budget(int64_t floats);
 
-// Any product that is bilinear in two float32 operands (a matmul, a convolution) with the MXU
-// passes of `precision`: `product(x, y)` is called on bf16 parts whose pairwise products are
-// exact in float32, and the partial results are summed:
-//   highest: product(a, b)   (the six passes up to terms below 2^-32 relative)
-//   high:    product(hi(a), (hi+mid)(b)) + product(mid(a), hi(b))
-//   medium:  product(hi(a), hi(b))
-// `accumulate` is false for the first call and true for later ones: the callee either writes
-// its result or adds it to the one it wrote.
+// The operand of a one-pass ("medium") float32 product: bf16(x), rounded to nearest, as float32
+// (a contiguous result).
+at::Tensor bf16_hi(const at::Tensor& x);
+
+// The parts of a float32 host tensor as the multi-pass levels split it (split_bf16 in
+// sim/Numerics.h), as float32 (contiguous results); kHiMid is hi + mid and kMidLo is mid + lo
+// (x - hi), both exact in float32.
+enum class Part { kHi, kMid, kLo, kHiMid, kMidLo };
+at::Tensor bf16_part(const at::Tensor& x, Part part);
+
+// The host products (part of a, part of b) that cover the passes of a multi-pass level with
+// every product of parts exact in float32 (at most 8 x 16 significant bits), the last one hi*hi:
+//   high:    mid(a)*hi(b), hi(a)*mid(b), hi(a)*hi(b)
+//   highest: mid(a)*(hi+mid)(b), hi(a)*(mid+lo)(b), lo(a)*hi(b), hi(a)*hi(b)
+struct PartPair {
+  Part a, b;
+};
+const std::vector<PartPair>& grouped_passes(Precision precision);
+
+// The products' float32 results added as combine_passes adds passes: the ones before the last in
+// order, their sum's NaNs replaced by zero, then the last (hi*hi). Reuses the first tensor.
+at::Tensor combine_partials(std::vector<at::Tensor>& partials);
+
+// Any product that is bilinear in two float32 operands (a convolution) with the MXU passes of
+// `precision`: `product(x, y)` is called on parts whose pairwise products are exact in float32
+// and returns its float32 result; the results are combined as above:
+//   highest: product(a, b) with the float32 opt-in (host_float32), else the four products of
+//            grouped_passes (the six passes, grouped)
+//   high:    the three passes of grouped_passes
+//   medium:  product(bf16(a), bf16(b))
+// The grouping adds the products of a pass pair in another order than the matmul's
+// pass-by-pass sums: the results stay within the bound above.
 template <typename Product>
-void bilinear_passes(const at::Tensor& a, const at::Tensor& b, Precision precision,
-                     Product&& product) {
-  switch (precision) {
-    case Precision::kHighest:
-      product(a, b, false);
-      return;
-    case Precision::kHigh:
-      product(bf16_hi(a), bf16_hi_mid(b), false);
-      product(bf16_mid(a), bf16_hi(b), true);
-      return;
-    case Precision::kDefault:
-      product(bf16_hi(a), bf16_hi(b), false);
-      return;
+at::Tensor bilinear_passes(const at::Tensor& a, const at::Tensor& b, Precision precision,
+                           Product&& product) {
+  if (precision == Precision::kDefault) return product(bf16_hi(a), bf16_hi(b));
+  if (host_float32(precision)) return product(a, b);
+  std::vector<at::Tensor> partials;
+  for (const PartPair& pair : grouped_passes(precision)) {
+    partials.push_back(product(bf16_part(a, pair.a), bf16_part(b, pair.b)));
   }
+  return combine_partials(partials);
 }
 
 // The cost of a matmul launch with these operands and result.

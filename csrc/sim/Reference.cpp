@@ -8,10 +8,17 @@
 namespace torchtpu::sim {
 namespace {
 
-// parts[p] holds part p (hi, mid, lo) of every element.
-std::vector<std::vector<float>> split_all(const float* x, int64_t n) {
-  std::vector<std::vector<float>> parts(3, std::vector<float>(n));
-  for (int64_t i = 0; i < n; ++i) split_bf16(x[i], parts[0][i], parts[1][i], parts[2][i]);
+// parts[p] holds part p (hi, mid, lo) of every element as the passes of `precision` take it
+// (operand_part: at kDefault only part 0, bf16(x)).
+std::vector<std::vector<float>> split_all(const float* x, int64_t n, Precision precision) {
+  std::vector<std::vector<float>> parts(3, std::vector<float>(n, 0.0f));
+  for (int64_t i = 0; i < n; ++i) {
+    if (precision == Precision::kDefault) {
+      parts[0][i] = round_bf16(x[i]);
+    } else {
+      split_bf16(x[i], parts[0][i], parts[1][i], parts[2][i]);
+    }
+  }
   return parts;
 }
 
@@ -19,24 +26,26 @@ std::vector<std::vector<float>> split_all(const float* x, int64_t n) {
 
 void reference_matmul(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N,
                       int mxu_dim, Precision precision) {
-  const auto a = split_all(A, M * K);
-  const auto b = split_all(B, K * N);
+  const auto a = split_all(A, M * K, precision);
+  const auto b = split_all(B, K * N, precision);
   const PassPair* pairs = pass_pairs(precision);
   const int n_passes = passes(precision);
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
-      float result = 0.0f;
-      for (int64_t k0 = 0; k0 < K; k0 += mxu_dim) {
-        const int64_t k1 = std::min<int64_t>(K, k0 + mxu_dim);
-        float acc = 0.0f;
-        for (int p = 0; p < n_passes; ++p) {
-          const auto& ap = a[pairs[p].a_part];
-          const auto& bp = b[pairs[p].b_part];
+      float partial[6];
+      for (int p = 0; p < n_passes; ++p) {
+        const auto& ap = a[pairs[p].a_part];
+        const auto& bp = b[pairs[p].b_part];
+        float result = 0.0f;
+        for (int64_t k0 = 0; k0 < K; k0 += mxu_dim) {
+          const int64_t k1 = std::min<int64_t>(K, k0 + mxu_dim);
+          float acc = 0.0f;
           for (int64_t k = k0; k < k1; ++k) acc += ap[m * K + k] * bp[k * N + n];
+          result += acc;
         }
-        result += acc;
+        partial[p] = result;
       }
-      C[m * N + n] = result;
+      C[m * N + n] = combine_passes(partial, n_passes);
     }
   }
 }
@@ -96,33 +105,38 @@ SystolicResult systolic_tile(const float* A, int64_t lda, const float* W, int64_
 
 int64_t systolic_matmul(const float* A, const float* B, float* C, int64_t M, int64_t K,
                         int64_t N, int S, Precision precision) {
-  const auto a = split_all(A, M * K);
-  const auto b = split_all(B, K * N);
+  const auto a = split_all(A, M * K, precision);
+  const auto b = split_all(B, K * N, precision);
   const PassPair* pairs = pass_pairs(precision);
   const int n_passes = passes(precision);
   int64_t cycles = 0;
-  std::vector<float> acc(size_t(M) * S), next(size_t(M) * S), result(size_t(M) * S);
-  for (int64_t n0 = 0; n0 < N; n0 += S) {
-    const int64_t nt = std::min<int64_t>(S, N - n0);
-    std::fill(result.begin(), result.end(), 0.0f);
-    for (int64_t k0 = 0; k0 < K; k0 += S) {
-      const int64_t kt = std::min<int64_t>(S, K - k0);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int p = 0; p < n_passes; ++p) {
-        const auto& ap = a[pairs[p].a_part];
-        const auto& bp = b[pairs[p].b_part];
-        cycles += systolic_tile(ap.data() + k0, K, bp.data() + k0 * N + n0, N, acc.data(),
-                                next.data(), S, M, kt, nt, S)
+  // partial[p] holds pass p's result for every output element.
+  std::vector<std::vector<float>> partial(n_passes, std::vector<float>(size_t(M) * N));
+  std::vector<float> chunk(size_t(M) * S), result(size_t(M) * S);
+  for (int p = 0; p < n_passes; ++p) {
+    const auto& ap = a[pairs[p].a_part];
+    const auto& bp = b[pairs[p].b_part];
+    for (int64_t n0 = 0; n0 < N; n0 += S) {
+      const int64_t nt = std::min<int64_t>(S, N - n0);
+      std::fill(result.begin(), result.end(), 0.0f);
+      for (int64_t k0 = 0; k0 < K; k0 += S) {
+        const int64_t kt = std::min<int64_t>(S, K - k0);
+        cycles += systolic_tile(ap.data() + k0, K, bp.data() + k0 * N + n0, N, nullptr,
+                                chunk.data(), S, M, kt, nt, S)
                       .cycles;
-        acc.swap(next);
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t j = 0; j < nt; ++j) result[m * S + j] += chunk[m * S + j];
+        }
       }
       for (int64_t m = 0; m < M; ++m) {
-        for (int64_t j = 0; j < nt; ++j) result[m * S + j] += acc[m * S + j];
+        for (int64_t j = 0; j < nt; ++j) partial[p][m * N + n0 + j] = result[m * S + j];
       }
     }
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t j = 0; j < nt; ++j) C[m * N + n0 + j] = result[m * S + j];
-    }
+  }
+  float passes_of_element[6];
+  for (int64_t i = 0; i < M * N; ++i) {
+    for (int p = 0; p < n_passes; ++p) passes_of_element[p] = partial[p][i];
+    C[i] = combine_passes(passes_of_element, n_passes);
   }
   return cycles;
 }

@@ -7,13 +7,15 @@
 
 namespace torchtpu::sim {
 
-// C[M,N] = A[M,K] @ B[K,N], pass by pass, as docs/design.md 4.2 defines the MXU numerics:
-//  - operands are split into bf16 parts (bf16 operands have only a "hi" part: pass bf16 values
-//    with precision kDefault);
-//  - K is cut into chunks of the MXU width `mxu_dim`; within a chunk one fp32 accumulator
-//    receives every pass's products in order (k ascending within a pass, passes in the order
-//    of pass_pairs), each product exact;
-//  - the chunk accumulators are summed in fp32, chunk 0 first.
+// C[M,N] = A[M,K] @ B[K,N], pass by pass, as docs/precision.md defines the MXU numerics:
+//  - operands are split into bf16 parts (operand_part: kDefault rounds to the nearest bf16, the
+//    multi-pass levels split as split_bf16; bf16 operands have only a "hi" part: pass bf16
+//    values with precision kDefault);
+//  - each pass (pass_pairs) is a product summed over K on its own: K is cut into chunks of the
+//    MXU width `mxu_dim`, within a chunk one fp32 accumulator receives the pass's exact
+//    products, k ascending, and the chunk accumulators are summed in fp32, chunk 0 first;
+//  - the passes' results are added as combine_passes says (the smaller passes in order, a NaN
+//    among them dropped, hi*hi last).
 void reference_matmul(const float* A, const float* B, float* C, int64_t M, int64_t K, int64_t N,
                       int mxu_dim, Precision precision);
 
@@ -35,9 +37,9 @@ SystolicResult systolic_tile(const float* A, int64_t lda, const float* W, int64_
                              const float* acc_in, float* out, int64_t ldo, int64_t M, int64_t Kt,
                              int64_t Nt, int S);
 
-// A whole matmul on one systolic array, tile by tile (N chunks outer, K chunks inner, passes
-// innermost, each pass's tile taking the running accumulator of its chunk as acc_in), with the
-// numerics of reference_matmul. Returns the total cycles, tiles run back to back.
+// A whole matmul on one systolic array, tile by tile (passes outer, then N chunks, K chunks
+// inner, each tile starting from a zero accumulator), with the numerics of reference_matmul.
+// Returns the total cycles, tiles run back to back.
 int64_t systolic_matmul(const float* A, const float* B, float* C, int64_t M, int64_t K,
                         int64_t N, int S, Precision precision);
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+# ("highest" as the CPU's float32 GEMM, not the chip's six passes: model coverage, as zoo.py)
+os.environ.setdefault("TORCHTPU_HIGHEST_ALGORITHM", "float32")
 
 ZOO = Path(__file__).resolve().parent / "zoo.py"
 DIFFUSERS_ZOO = Path(__file__).resolve().parent / "diffusers_zoo.py"

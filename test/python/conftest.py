@@ -12,6 +12,10 @@ import torch
 import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
 
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+# ... and "highest" as the CPU's float32 GEMM, not the chip's six bf16 passes: the suite compares
+# the device's plumbing with the CPU (many results bit for bit); the tests of the chip's numerics
+# ask for its algorithm themselves (test_precision_algorithms.py, test_simulated_chip.py).
+os.environ.setdefault("TORCHTPU_HIGHEST_ALGORITHM", "float32")
 torch.set_float32_matmul_precision("highest")
 
 
@@ -71,6 +75,27 @@ def fresh_state():
     yield
     torch._dynamo.reset()
     torch.set_float32_matmul_precision(precision)
+
+
+def _highest_algorithm(algorithm):
+    before = torch.tpu.get_highest_algorithm()
+    torch.tpu.set_highest_algorithm(algorithm)
+    yield
+    torch.tpu.set_highest_algorithm(before)
+
+
+@pytest.fixture
+def chip_highest():
+    """"highest" as the chip computes it, six bf16 passes (docs/precision.md), for the test,
+    whatever the suite's opt-in; restored after it."""
+    yield from _highest_algorithm("bf16_6x")
+
+
+@pytest.fixture
+def float32_highest():
+    """"highest" as the host CPU's float32 GEMM (the suite's opt-in, set here for tests whose
+    subject it is); restored after the test."""
+    yield from _highest_algorithm("float32")
 
 
 @pytest.fixture(autouse=True)

@@ -92,17 +92,23 @@ def _check_error_glossary(out: str, mode: str) -> None:
 
 def _check_precision_tutorial(out: str, mode: str) -> None:
     # An (8, 2048, 2048) float32 batched matmul against the CPU's at each precision: one bf16
-    # pass, three, six (TorchTPU's DEFAULT, HIGH, HIGHEST; docs/simulated-chip.md).
+    # pass, three (bf16_3x), six (bf16_6x): TorchTPU's DEFAULT, HIGH, HIGHEST (docs/precision.md).
     errors = {}
     for name, max_abs, mean_rel in re.findall(
             r"Mode: Precision\.(\w+)\s+Max Absolute Error: ([\d.e+-]+)\s+"
             r"Mean Relative Error:\s+([\d.e+-]+)", out):
         errors[name] = (float(max_abs), float(mean_rel))
     assert set(errors) == {"DEFAULT", "HIGH", "HIGHEST"}, out[-2000:]
-    assert errors["DEFAULT"][0] > errors["HIGH"][0] >= errors["HIGHEST"][0]
+    # The largest errors are within 25% of the ones the notebook printed on a real TPU; its mean
+    # relative errors hang on the few outputs nearest zero of an unseeded draw (the seeded
+    # comparison with the published figures: test_precision_algorithms.py), so only their order
+    # and size here; HIGHEST is not the CPU's float32 GEMM (the chip's six passes round too).
+    published = {"DEFAULT": 5.958481e-01, "HIGH": 3.295898e-03, "HIGHEST": 1.678467e-04}
+    for name, (max_abs, _) in errors.items():
+        assert abs(max_abs / published[name] - 1) <= 0.25, errors
+    assert errors["DEFAULT"][1] > errors["HIGH"][1] > errors["HIGHEST"][1] > 1e-7, errors
     assert errors["DEFAULT"][1] > 1e-3  # bfloat16 inputs
     assert errors["HIGH"][1] < 1e-3
-    assert errors["HIGHEST"][1] < 1e-6  # float32's products
 
 
 def _check_hello_world_llm(out: str, mode: str) -> None:

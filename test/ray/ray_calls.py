@@ -14,6 +14,7 @@ import os
 import socket
 
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")
+os.environ.setdefault("TORCHTPU_HIGHEST_ALGORITHM", "float32")  # (the CPU's GEMM: docs/testing.md)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

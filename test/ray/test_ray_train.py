@@ -23,7 +23,7 @@ EXAMPLE = os.path.join(ROOT, "examples", "ray_train.py")
 
 
 def _env():
-    env = dict(os.environ, TORCHTPU_MATMUL_PRECISION="highest")
+    env = dict(os.environ, TORCHTPU_MATMUL_PRECISION="highest", TORCHTPU_HIGHEST_ALGORITHM="float32")
     env.pop("TORCHTPU_EAGER_MODE", None)
     return env
 

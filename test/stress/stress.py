@@ -31,6 +31,9 @@ import threading
 import time
 
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
+# ("highest" as the CPU's float32 GEMM, not the chip's six passes: threads and interrupts; results
+# compared with the CPU's)
+os.environ.setdefault("TORCHTPU_HIGHEST_ALGORITHM", "float32")
 
 MODES = ("strict", "debug", "fused")
 LOOP_DONE = "main loop done"

@@ -89,9 +89,10 @@ def import_root() -> str:
 
 def mode_env(mode: str) -> dict:
     env = dict(os.environ)
-    # (and TorchTPU's default matmul precision: the test harnesses' "highest" is not theirs)
+    # (and TorchTPU's default matmul precision and the chip's "highest": the test harnesses'
+    # "highest" as the CPU's float32 GEMM is not theirs)
     for var in ("TPU_DEFER_AND_FUSE", "TORCH_TPU_DEFER_AND_FUSE", "TORCHTPU_EAGER_MODE",
-                "TPU_LAUNCH_BLOCKING", "TORCHTPU_MATMUL_PRECISION"):
+                "TPU_LAUNCH_BLOCKING", "TORCHTPU_MATMUL_PRECISION", "TORCHTPU_HIGHEST_ALGORITHM"):
         env.pop(var, None)
     if mode == "strict":
         env["TORCHTPU_EAGER_MODE"] = "strict"
