@@ -68,6 +68,9 @@ _flex_attention.install()  # FlexAttention takes tpu tensors (docs/cuda-parity.m
 from . import backends as _backends  # noqa: E402
 
 _backends.install()  # torch.backends.tpu (allow_excess_precision)
+from . import _libtpu_flags  # noqa: E402
+
+_libtpu_flags.install()  # --xla_jf_conv_full_precision from LIBTPU_INIT_ARGS or absl (docs/precision.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,

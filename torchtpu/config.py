@@ -106,6 +106,9 @@ VARIABLES: tuple[Variable, ...] = (
              "convolutions at highest compute: bf16_6x (the chip's six bf16 passes) or float32 "
              "(the host CPU's float32 GEMM, the CPU's result: an opt-in for tests that compare "
              "with the CPU); torch.tpu.set_highest_algorithm sets it too.", doc="precision.md"),
+    Variable("LIBTPU_INIT_ARGS", "text", "", "libtpu's flags; the simulated chip honours "
+             "--xla_jf_conv_full_precision (every float32 matmul and convolution at highest).",
+             "libtpu", read_by="Python", doc="precision.md"),
     Variable("TORCHTPU_LAUNCH_US", "text", "2", "Cost model: the cost of one launch in µs, for "
              "every chip (`1.5`) or per chip (`v5e:2,v7:1`).", doc="simulated-chip.md"),
     Variable("TORCHTPU_EMULATION_FACTOR", "number", "10", "Cost model: VPU cost of float64 and "

@@ -154,6 +154,8 @@ std::optional<std::string> precision_override() {
   return std::string(sim::name(*p));
 }
 std::string current_precision() { return sim::name(sim::current_precision()); }
+void set_full_precision(bool on) { sim::set_full_precision(on); }
+bool full_precision_forced() { return sim::full_precision_forced(); }
 void set_default_precision(const std::string& name) {
   sim::set_default_precision(sim::precision_from_name(name));
 }

@@ -168,6 +168,9 @@ void charge_program(const Program& program);
 void set_precision_override(const std::optional<std::string>& name);
 std::optional<std::string> precision_override();
 std::string current_precision();
+// libtpu's --xla_jf_conv_full_precision (sim::set_full_precision).
+void set_full_precision(bool on);
+bool full_precision_forced();
 // The precision outside scopes (sim::default_precision), by torch's names.
 void set_default_precision(const std::string& name);
 std::string default_precision();

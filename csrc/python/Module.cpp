@@ -400,6 +400,8 @@ PYBIND11_MODULE(_C, m) {
         [](std::optional<std::string> name) { api::set_precision_override(name); });
   m.def("get_precision_override", [] { return api::precision_override(); });
   m.def("current_precision", [] { return api::current_precision(); });
+  m.def("set_full_precision", [](bool on) { api::set_full_precision(on); });
+  m.def("full_precision_forced", [] { return api::full_precision_forced(); });
   m.def("set_default_precision",
         [](const std::string& name) { api::set_default_precision(name); });
   m.def("default_precision", [] { return api::default_precision(); });

@@ -37,6 +37,9 @@ std::atomic<int> process_default{-1};
 // first read, which takes TORCHTPU_HIGHEST_ALGORITHM or bf16_6x.
 std::atomic<int> process_highest{-1};
 
+// libtpu's --xla_jf_conv_full_precision (see set_full_precision() in sim/Mxu.h).
+std::atomic<bool> full_precision{false};
+
 // rounded: bf16(x) for every element (the one-pass operand); else the multi-pass part `part`
 // (bf16_split: 0 hi, 1 mid, 2 lo, with `prefix` / `suffix` sums of parts), computed by
 // sim/Numerics in parallel blocks. The result is contiguous.
@@ -388,11 +391,15 @@ void set_default_precision(Precision precision) {
 }
 
 Precision current_precision() {
+  if (full_precision.load(std::memory_order_relaxed)) return Precision::kHighest;
   if (tls_override) return *tls_override;
   return default_precision();
 }
 
 std::optional<Precision> precision_override() { return tls_override; }
+
+void set_full_precision(bool on) { full_precision.store(on, std::memory_order_relaxed); }
+bool full_precision_forced() { return full_precision.load(std::memory_order_relaxed); }
 
 void set_precision_override(std::optional<Precision> precision) { tls_override = precision; }
 

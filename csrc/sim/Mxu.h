@@ -59,6 +59,11 @@ Precision default_precision();
 void set_default_precision(Precision precision);
 std::optional<Precision> precision_override();
 void set_precision_override(std::optional<Precision> precision);
+// libtpu's --xla_jf_conv_full_precision: every float32 matmul and convolution at "highest",
+// whatever the default or a scope asks (torchtpu/_libtpu_flags.py sets it from
+// LIBTPU_INIT_ARGS or an absl command line).
+void set_full_precision(bool on);
+bool full_precision_forced();
 
 // What "highest" computes for float32 (and float16) operands, for the whole process: the chip's
 // six bf16 passes (kBf16x6, the default), or the host CPU's float32 GEMM (kFloat32: PyTorch's

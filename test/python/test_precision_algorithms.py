@@ -1,12 +1,17 @@
 """The chip's float32 matmul algorithms (docs/precision.md): TorchTPU's precision tutorial
 reproduced against its published figures, and the MXU's passes bit for bit against a written
-pass-by-pass reference.
+pass-by-pass reference; libtpu's full-precision flag from LIBTPU_INIT_ARGS and absl.
 
 The suite's processes opt in to the host CPU's float32 GEMM at "highest" (conftest.py,
 TORCHTPU_HIGHEST_ALGORITHM=float32: they test other things than the MXU's numerics); every test
 here that is about the chip's "highest" asks for its six bf16 passes itself (conftest's
 ``chip_highest`` fixture).
 """
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import torch
@@ -321,3 +326,58 @@ def test_the_opt_in_from_the_environment():
     assert out.stdout.split() == ["bf16_6x", "False"]
     out = run_python(code, env={"TORCHTPU_HIGHEST_ALGORITHM": "float64"}, check=False)
     assert out.returncode != 0 and "TORCHTPU_HIGHEST_ALGORITHM must be bf16_6x or float32" in out.stderr
+
+
+_FORCED_CODE = """
+    import torch, torchtpu
+    torch.manual_seed(0)
+    a, b = torch.randn(32, 300), torch.randn(300, 16)
+    with torch.tpu.precision("highest"):
+        highest = (a.to("tpu") @ b.to("tpu")).cpu()
+    with torch.tpu.precision("medium"):
+        scoped = (a.to("tpu") @ b.to("tpu")).cpu()
+        level = torch.tpu.get_matmul_precision()
+    unscoped = (a.to("tpu") @ b.to("tpu")).cpu()
+    print(level, torch.equal(scoped, highest), torch.equal(unscoped, highest))
+"""
+_CHIP_DEFAULTS = {"TORCHTPU_MATMUL_PRECISION": "medium", "TORCHTPU_HIGHEST_ALGORITHM": "bf16_6x"}
+
+
+@pytest.mark.parametrize("args, forced", [
+    ("--xla_jf_conv_full_precision", True),
+    ("--xla_jf_conv_full_precision=true --xla_jf_dump_to=/tmp/unread", True),
+    ("--xla_jf_conv_full_precision=false", False),
+    ("--noxla_jf_conv_full_precision", False),
+    ("--xla_jf_dump_to=/tmp/unread", False),
+])
+def test_libtpus_full_precision_flag_in_libtpu_init_args(args, forced):
+    # libtpu's flag makes every float32 matmul "highest", over the default and over a scope
+    out = run_python(_FORCED_CODE, env=dict(_CHIP_DEFAULTS, LIBTPU_INIT_ARGS=args))
+    want = ["highest", "True", "True"] if forced else ["medium", "False", "False"]
+    assert out.stdout.split() == want
+
+
+def test_libtpus_full_precision_flag_on_an_absl_command_line(tmp_path):
+    pytest.importorskip("absl")
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent("""
+        from absl import app
+        import torch
+
+        def main(argv):
+            print(torch.tpu.get_matmul_precision())
+
+        app.run(main)
+    """))
+    env = dict(os.environ, **_CHIP_DEFAULTS)
+    env.pop("LIBTPU_INIT_ARGS", None)
+
+    def run(*argv):
+        return subprocess.run([sys.executable, str(prog), *argv], env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    assert run("--xla_jf_conv_full_precision").stdout.split() == ["highest"]
+    assert run().stdout.split() == ["medium"]
+    # a libtpu flag torchtpu does not honour stays unknown to absl, as without libtpu
+    refused = run("--xla_jf_dump_to=/tmp/unread")
+    assert refused.returncode != 0 and "xla_jf_dump_to" in refused.stderr

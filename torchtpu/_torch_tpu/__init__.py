@@ -6,6 +6,9 @@ Each name here is torchtpu's own feature under TorchTPU's name: nothing is imple
 """
 import torch
 import torchtpu  # noqa: F401  (registers the "tpu" device, torch.tpu and tpu_dist)
+from torchtpu import _libtpu_flags
+
+_libtpu_flags.define_absl_flag(import_absl=True)  # libtpu's flags on an absl command line
 
 from torch_tpu import api  # noqa: F401
 from torch_tpu._internal.precision import Precision, precision  # noqa: F401
