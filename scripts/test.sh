@@ -13,13 +13,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 start=$(date +%s)
+# Each stage's heading says how long the run has taken so far (the CI budget is 25 minutes).
+stage() { echo "== [$(( $(date +%s) - start )) s] $*"; }
 quick=0
 if [[ "${1:-}" == "--quick" ]]; then
   quick=1
   shift
 fi
 bash scripts/setup.sh
-echo "== C++ tests (GoogleTest via CTest)"
+stage "C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
 if (( quick )); then
   # runtime and device module, the configuration table, ops against the CPU, attention, fused
@@ -37,23 +39,23 @@ if (( quick )); then
   echo "test.sh --quick: passed in $(( $(date +%s) - start )) s"
   exit 0
 fi
-echo "== Python tests (pytest), strict eager (the default)"
+stage "Python tests (pytest), strict eager (the default)"
 "$PYTHON" -m pytest -q "$@"
-echo "== Python tests (pytest) again in debug eager"
+stage "Python tests (pytest) again in debug eager"
 TORCHTPU_EAGER_MODE=debug "$PYTHON" -m pytest -q "$@"
-echo "== Python tests (pytest) again in fused eager (DeferAndFuse)"
+stage "Python tests (pytest) again in fused eager (DeferAndFuse)"
 TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q "$@"
-echo "== stress suite, short tier (one round of each kind per mode, about 20 s each: the mode alone, modes switched, interrupted; the release tier is scripts/stress.sh)"
+stage "stress suite, short tier (one round of each kind per mode, about 20 s each: the mode alone, modes switched, interrupted; the release tier is scripts/stress.sh)"
 "$PYTHON" test/stress/stress.py --seconds 10 --round 4
-echo "== PyTorch ModuleInfo, OptimizerInfo and foreach OpInfo sweeps (all entries), OpInfo error inputs (raised at the call), OpInfo sweep CI tier (shard 0 of 8)"
+stage "PyTorch ModuleInfo, OptimizerInfo and foreach OpInfo sweeps (all entries), OpInfo error inputs (raised at the call), OpInfo sweep CI tier (shard 0 of 8)"
 (cd test/opinfo && "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py test_foreach.py test_errors.py)
 (cd test/opinfo && TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
-echo "== half of ModuleInfo (shard 0 of 2) and of the OpInfo shard (shard 0 of 16) again compiled: torch.compile(backend=\"tpu\") against the CPU (OpInfo: against the op compiled by PyTorch's aot_eager; the other halves: TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=1/2 with test_moduleinfo.py, scripts/opinfo_sweep.sh)"
+stage "half of ModuleInfo (shard 0 of 2) and of the OpInfo shard (shard 0 of 16) again compiled: torch.compile(backend=\"tpu\") against the CPU (OpInfo: against the op compiled by PyTorch's aot_eager; the other halves: TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=1/2 with test_moduleinfo.py, scripts/opinfo_sweep.sh)"
 (cd test/opinfo && TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=0/16 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
 (cd test/opinfo && TORCHTPU_COMPILED=1 TORCHTPU_OPINFO_SHARD=0/2 "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py)
-echo "== the same sweeps in fused eager"
+stage "the same sweeps in fused eager"
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused "$PYTHON" -m pytest -q -p no:cacheprovider test_moduleinfo.py test_optiminfo.py test_foreach.py test_errors.py)
 (cd test/opinfo && TORCHTPU_EAGER_MODE=fused TORCHTPU_OPINFO_SHARD=0/8 "$PYTHON" -m pytest -q -p no:cacheprovider test_opinfo.py)
-echo "== model zoos, CI tier (5 transformers architectures, 2 diffusers models: each built once, then strict, fused and compiled; the sweeps are scripts/zoo_sweep.sh and scripts/diffusers_sweep.sh)"
+stage "model zoos, CI tier (5 transformers architectures, 2 diffusers models: each built once, then strict, fused and compiled; the sweeps are scripts/zoo_sweep.sh and scripts/diffusers_sweep.sh)"
 "$PYTHON" -m pytest -q -p no:cacheprovider test/models/test_zoo_smoke.py
 echo "test.sh: everything passed in $(( $(date +%s) - start )) s"
