@@ -49,6 +49,7 @@ HELPERS = [
     "examples/huggingface_transformers/generate.py",
     "examples/gemma4/tpu_attention.py",
     "examples/qwen3/impl/qwen3.py",
+    "examples/llama3/impl/llama3_2.py",
     "examples/distributed/data_parallel/dp_utils.py",
     "examples/distributed/data_parallel/simple_model.py",
     "examples/distributed/data_parallel/manual/launch.py",
