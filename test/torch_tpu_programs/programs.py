@@ -129,19 +129,16 @@ PROGRAMS: list[Program] = [
     Program("examples/deepseek/trace.py", "script"),
     Program("examples/deepseek/deepseek_decomposition_one_acc_test.py", "script",
             argv=("--acc=tpu",),
-            why_fails="test_set_default_device: compares str(api.tpu_device()), \"tpu\" (as "
-                      "TorchTPU's tpu_device() returns it), with the device of a tensor made under "
-                      "torch.set_default_device(api.tpu_device()): tpu:0, as a tensor made under "
-                      "\"cuda\" is on cuda:0 (the test's GPU variant passes \"cuda:0\"; "
-                      "TorchTPU's qwen3 tests check that its moved models report "
-                      "f\"{tpu_device()}:0\"); TorchTPU's BUILD marks this test's TPU variant "
-                      "notap, \"Currently broken\" (its other 59 tests pass)"),
+            skip="broken in TorchTPU itself: its BUILD marks the TPU variant notap, \"Currently "
+                 "broken\"; test_set_default_device compares str(api.tpu_device()), \"tpu\" "
+                 "(TorchTPU's tpu_device() has no index), with the device of a tensor made "
+                 "under torch.set_default_device(api.tpu_device()), tpu:0 (as under \"cuda\" it "
+                 "is cuda:0); torchtpu gives TorchTPU's values for both, so it fails the same way "
+                 "(its other 59 tests pass)"),
     Program("examples/mingpt/mingpt_example.py", "script", requires=("jax",),
-            why_fails="its float32 logits against the CPU's at rtol 1e-3, atol 1e-4 fail at the "
-                      "default float32 matmul precision (one bfloat16 pass, TorchTPU's DEFAULT "
-                      "as its docs and code give it); it passes at \"high\" (three passes, "
-                      "TORCHTPU_MATMUL_PRECISION=high): the example expects more precision than "
-                      "TorchTPU documents for an unscoped matmul"),
+            argv=("--device=tpu", "--xla_jf_conv_full_precision"),
+            note="run with its BUILD's arguments: libtpu's --xla_jf_conv_full_precision (\"highest "
+                 "precision for matmuls for tests only\"), which torchtpu honours"),
     Program("examples/mingpt/mingpt_training_example.py", "script"),
     Program("examples/mingpt/mingpt_decomposition_tests.py", "script"),
     Program("examples/ops_and_kernels/call_linear.py", "script", note=CPU_ONLY),
@@ -159,10 +156,16 @@ PROGRAMS: list[Program] = [
     Program("examples/huggingface_transformers/functional_test.py", "script",
             argv=("--device=tpu",)),
     Program("examples/huggingface_transformers/trace_ops.py", "script",
-            why_fails="TorchTPU's own Llama-4-Scout-17B-16E-Instruct-MINI config (model_configs/) "
-                      "has no \"architectures\": the program's loop over config.architectures "
-                      "raises TypeError on any device (the two Qwen3 MoE configs before it trace "
-                      "in both modes)"),
+            skip="broken in TorchTPU itself without --model_id: the last of the mini configs it "
+                 "traces, TorchTPU's own Llama-4-Scout-17B-16E-Instruct-MINI (model_configs/), "
+                 "has no \"architectures\", and its loop over config.architectures raises "
+                 "TypeError on any device; the two runs below pass the others by --model_id"),
+    Program("examples/huggingface_transformers/trace_ops.py", "script",
+            name="huggingface_transformers/trace_ops[Qwen3-235B-A22B-MINI]",
+            argv=("--model_id=Qwen/Qwen3-235B-A22B-Instruct-2507-MINI",)),
+    Program("examples/huggingface_transformers/trace_ops.py", "script",
+            name="huggingface_transformers/trace_ops[Qwen3-Coder-30B-A3B-MINI]",
+            argv=("--model_id=Qwen/Qwen3-Coder-30B-A3B-Instruct-MINI",)),
     Program("examples/huggingface_transformers/single_accelerator_smoke_test.py", "script",
             skip="reads model_configs/Qwen/Qwen3-1.7B/config.json, which the copy of TorchTPU's "
                  "repository does not have"),
@@ -238,11 +241,9 @@ PROGRAMS: list[Program] = [
                  "yet"),
     Program("examples/distributed/tensor_parallel_multihost/main.py", "script",
             skip="several hosts of a TPU slice (torch_tpu shims' multihost launcher)"),
-    Program("examples/distributed/fsdp/fsdp_worker.py", "torchrun",
-            why_fails="its check against the CPU fails at step 8 (|0.2556 - 0.2518| = 0.0038 > "
-                      "atol 3e-3 + rtol 1e-3 x 0.25) at the default float32 matmul precision, one "
-                      "bfloat16 pass as on the chip; it passes at \"high\" and \"highest\" "
-                      "(FSDP2's meta-device initialization on \"tpu\": test_rng_state.py)"),
+    Program("examples/distributed/fsdp/fsdp_worker.py", "torchrun", nproc=8,
+            note="8 ranks, as its BUILD runs it (requires-tpu-v5lite:8): its model's width and "
+                 "its check depend on the world size"),
     Program("examples/distributed/tensor_parallel/tp_worker.py", "torchrun",
             skip="the worker of an older layout: imports examples.distributed.tensor_parallel."
                  "model, which the copy of TorchTPU's repository does not have "

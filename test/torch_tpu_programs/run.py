@@ -32,6 +32,7 @@ benchmarks/results/torch_tpu_programs.json (``--json`` elsewhere; ``--no-json`` 
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.util
 import json
 import os
@@ -270,16 +271,17 @@ def markdown_table(rows: list[dict]) -> str:
     """The table of docs/coming-from-torchtpu.md: one line per program, its result in strict and
     in fused eager, and why not where it did not pass (the skip's reason, the missing API
     programs.py names, else the first error line), with programs.py's note."""
-    by_path = {p.path: p for p in programs_mod.PROGRAMS}
+    by_name = {p.name: p for p in programs_mod.PROGRAMS}
+    runs_of_path = collections.Counter(p.path for p in programs_mod.PROGRAMS)
     order, results = [], {}
-    for r in rows:
-        if r["path"] not in results:
-            order.append(r["path"])
-            results[r["path"]] = {}
-        results[r["path"]][r["mode"]] = r
+    for r in rows:  # (one file run with different argv is one line per run)
+        if r["program"] not in results:
+            order.append(r["program"])
+            results[r["program"]] = {}
+        results[r["program"]][r["mode"]] = r
     out = ["| program | strict | fused | why not / note |", "|---|---|---|---|"]
-    for path in order:
-        modes = results[path]
+    for name in order:
+        modes = results[name]
         cells, why = [], []
         for mode in MODES:
             r = modes.get(mode)
@@ -288,7 +290,7 @@ def markdown_table(rows: list[dict]) -> str:
                 continue
             cells.append({"passed": "passes", "failed": "fails", "skipped": "skipped"}[r["status"]])
             if r["status"] != "passed":
-                program = by_path.get(path)
+                program = by_name.get(name)
                 if r["status"] == "failed" and program is not None and program.why_fails:
                     r = dict(r, reason=program.why_fails)  # (programs.py's current words)
                 text = r.get("reason") or ""
@@ -296,10 +298,13 @@ def markdown_table(rows: list[dict]) -> str:
                     text = "`" + re.sub(r" \((/|\w:)[^)]*\)", "", r.get("error", ""))[:200] + "`"
                 if text not in why:
                     why.append(text)
-        program = by_path.get(path)
+        program = by_name.get(name)
         if program is not None and program.note:
             why.append(program.note)
-        out.append(f"| `{path}` | {cells[0]} | {cells[1]} | {'; '.join(why)} |")
+        label = next(iter(modes.values()))["path"]
+        if program is not None and runs_of_path[label] > 1 and program.argv:
+            label += " " + " ".join(program.argv)
+        out.append(f"| `{label}` | {cells[0]} | {cells[1]} | {'; '.join(why)} |")
     return "\n".join(out)
 
 
@@ -363,12 +368,15 @@ def main(argv=None) -> int:
         if args.update and os.path.exists(args.json):
             with open(args.json) as f:
                 old = json.load(f)
-            fresh = {(r["path"], r["mode"]): r for r in rows}
-            listed = [p.path for p in programs_mod.PROGRAMS]
-            merged = {(r["path"], r["mode"]): r for r in old["results"] if r["path"] in listed}
+            # (keyed by program name: one file may run as several programs, with other argv)
+            fresh = {(r["program"], r["mode"]): r for r in rows}
+            listed = [p.name for p in programs_mod.PROGRAMS]
+            merged = {(r["program"], r["mode"]): r for r in old["results"]
+                      if r["program"] in listed}
             merged.update(fresh)
             doc = dict(old, results=sorted(
-                merged.values(), key=lambda r: (listed.index(r["path"]), MODES.index(r["mode"]))))
+                merged.values(),
+                key=lambda r: (listed.index(r["program"]), MODES.index(r["mode"]))))
             doc["updated"] = {"command": "python test/torch_tpu_programs/run.py "
                               + " ".join(argv or sys.argv[1:]),
                               "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
