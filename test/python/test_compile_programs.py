@@ -8,6 +8,10 @@ import torchtpu
 from compile_helpers import compiled, fresh  # noqa: F401  (fresh: an autouse fixture)
 from conftest import run_python
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "compiled mode's programs run without the eager queue that debug eager makes "
+    "synchronous: the strict tier runs them, and the fused tier beside recorded work")
+
 dynamo = pytest.importorskip("torch._dynamo")
 
 

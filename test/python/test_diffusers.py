@@ -14,6 +14,10 @@ pytest.importorskip("diffusers")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 import text_to_image  # noqa: E402
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "whole Hugging Face pipelines; the ops they run are the subjects of the debug tier's "
+    "op files and OpInfo sweeps")
+
 
 @pytest.fixture(scope="module")
 def pipes():

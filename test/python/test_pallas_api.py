@@ -14,6 +14,10 @@ import jax  # noqa: E402
 import pallas_kernels as pk  # noqa: E402
 from torchtpu import pallas  # noqa: E402
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "Pallas kernels run in interpret mode as host code over torch ops, the same in debug "
+    "and strict eager")
+
 
 def test_import_torchtpu_never_imports_jax():
     code = ("import sys, torch, torchtpu, torchtpu.pallas\n"

@@ -9,6 +9,10 @@ import torchtpu
 pytest.importorskip("jax")
 import pallas_kernels as pk  # noqa: E402
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "Pallas kernels run in interpret mode as host code over torch ops, the same in debug "
+    "and strict eager")
+
 MODES = ("strict", "debug", "fused", "compiled")
 
 

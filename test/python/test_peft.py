@@ -8,6 +8,10 @@ import torch
 
 import torchtpu
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "whole Hugging Face pipelines; the ops they run are the subjects of the debug tier's "
+    "op files and OpInfo sweeps")
+
 peft = pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
 

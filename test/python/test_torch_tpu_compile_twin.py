@@ -18,7 +18,9 @@ from torch_tpu._internal.compile import compiler as compile_compiler
 
 
 # A fresh Dynamo (and metrics) for each test, at precision "highest" restored after it.
-pytestmark = pytest.mark.usefixtures("fresh_state")
+pytestmark = [pytest.mark.usefixtures("fresh_state"), pytest.mark.not_in_debug_tier(
+    "compiled mode's programs run without the eager queue that debug eager makes "
+    "synchronous: the strict tier runs them, and the fused tier beside recorded work")]
 
 
 def _mlp():

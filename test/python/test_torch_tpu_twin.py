@@ -13,6 +13,10 @@ import torch
 import torchtpu
 from conftest import run_python
 
+pytestmark = pytest.mark.not_in_debug_tier(
+    "the TorchTPU twin's names over torchtpu's features, whose behaviour per eager mode "
+    "their own files test in every tier")
+
 
 def test_import_torch_tpu_as_the_first_import_of_a_fresh_process():
     # The start-up finder (torchtpu-torch_tpu.pth): torch_tpu before torch and torchtpu.
