@@ -334,6 +334,7 @@ PricedRun price_run(const std::string& chip_name, double launch_us) {
   out.ici_s = a.ici_s;
   out.bound_ici = a.bound_ici;
   out.flops = a.flops;
+  out.peak_s = a.peak_s;
   out.mxu_flops = a.mxu_flops;
   out.hbm_bytes = a.hbm_bytes;
   out.launches = a.launches;

@@ -249,6 +249,7 @@ struct PricedRun {
   double launch_seconds = 0;  // the launch cost used
   double seconds = 0, busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0;
   double flops = 0, mxu_flops = 0, hbm_bytes = 0;
+  double peak_s = 0;  // the matmuls' time at the peak of the dtype each ran in
   int64_t launches = 0, bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, bound_ici = 0;
   int64_t priced_as_native = 0;
   std::map<std::string, double> op_seconds;         // per op, launch costs included

@@ -115,6 +115,20 @@ py::dict chip_dict(const Chip& c) {
   d["vpu_sublanes"] = c.vpu_sublanes;
   d["vpu_lanes"] = c.vpu_lanes;
   d["source"] = c.source;
+  d["clock_hz"] = c.clock_hz;
+  d["mxu_macs_per_cell"] = c.mxu_macs_per_cell;
+  d["vpu_alus"] = c.vpu_alus;
+  d["vpu_ops"] = c.vpu_ops();
+  py::list facts;
+  for (const auto& f : c.facts) {
+    py::dict fact;
+    fact["figure"] = f.figure;
+    fact["value"] = f.value;
+    fact["source"] = f.source;
+    fact["assumed"] = f.assumed;
+    facts.append(fact);
+  }
+  d["facts"] = facts;
   return d;
 }
 
@@ -460,6 +474,7 @@ PYBIND11_MODULE(_C, m) {
     d["hbm_s"] = r.hbm_s;
     d["ici_s"] = r.ici_s;
     d["flops"] = r.flops;
+    d["peak_s"] = r.peak_s;
     d["mxu_flops"] = r.mxu_flops;
     d["hbm_bytes"] = r.hbm_bytes;
     d["launches"] = r.launches;

@@ -45,6 +45,7 @@ Estimate& Estimate::operator+=(const Estimate& o) {
   ici_s += o.ici_s;
   launch_s += o.launch_s;
   flops += o.flops;
+  peak_s += o.peak_s;
   mxu_flops += o.mxu_flops;
   hbm_bytes += o.hbm_bytes;
   launches += o.launches;
@@ -132,9 +133,13 @@ c10::SmallVector<int64_t, 3> parse_topology(const std::string& text) {
 
 CostModel::CostModel(const runtime::ChipSpec& chip, Options options)
     : chip_(&chip),
-      clock_hz_(chip.bf16_flops /
-                (2.0 * chip.mxu_dim * chip.mxu_dim * chip.mxus_per_core * chip.tensor_cores)),
-      options_(options) {}
+      clock_hz_(chip.clock_hz),
+      mxu_cycles_per_s_(chip.bf16_flops / (2.0 * chip.mxu_dim * chip.mxu_dim *
+                                           chip.mxus_per_core * chip.tensor_cores)),
+      options_(options) {
+  TORCH_CHECK(chip.clock_hz > 0 && chip.vpu_alus > 0 && chip.mxu_macs_per_cell > 0,
+              "chip ", chip.name, ": clock, VPU ALUs and MXU multiply-adds per cell must be set");
+}
 
 int64_t CostModel::tile_cycles(int64_t M, int64_t Nt, int S) {
   if (M == 0) return S;
@@ -170,6 +175,18 @@ double CostModel::vpu_units(int64_t elements, double units, bool emulated) const
   return this->units(units, emulated) * vregs;
 }
 
+double CostModel::peak_of(MxuRate rate) const {
+  switch (rate) {
+    case MxuRate::int8:
+      return chip_->int8_ops;
+    case MxuRate::fp8:
+      return chip_->fp8_ops > 0 ? chip_->fp8_ops : chip_->bf16_flops;
+    case MxuRate::bf16:
+      break;
+  }
+  return chip_->bf16_flops;
+}
+
 double CostModel::rate_factor(MxuRate rate) const {
   // Cycles at the bf16 rate times bf16 peak / the rate's peak.
   switch (rate) {
@@ -191,11 +208,12 @@ Estimate CostModel::price(const Work& w) const {
     cycles += double(mxu_cycles(m.batch, m.M, m.K, m.N, m.element_bytes)) * m.passes *
               rate_factor(m.rate);
     e.flops += 2.0 * m.batch * m.M * m.K * m.N;
+    e.peak_s += 2.0 * m.batch * m.M * m.K * m.N / peak_of(m.rate);
     e.mxu_flops += 2.0 * m.batch * round_up(m.M, sublanes(m.element_bytes)) *
                    round_up(m.K, S) * round_up(m.N, S) * m.passes;
   }
-  e.mxu_s = cycles / clock_hz_;
-  e.vpu_s = w.vpu_units / (clock_hz_ * chip_->tensor_cores);
+  e.mxu_s = cycles / mxu_cycles_per_s_;
+  e.vpu_s = w.vpu_units / vpu_units_per_s();
   e.hbm_bytes = w.hbm_bytes;
   e.hbm_s = w.hbm_bytes / chip_->hbm_bytes_per_s;
   e.ici_s = ici_seconds(w.collective);

@@ -8,21 +8,25 @@
 //   with the next tile's weights loaded behind the current one (double buffering), plus one
 //   weight load at the start and one drain at the end. A tile run alone takes exactly the
 //   cycles of the cycle-level systolic reference (sim/Reference.h): tile_cycles().
-// - T_vpu: each element-wise op costs `units` VPU cycles per (8 x 128) vreg, on every
-//   TensorCore at the chip clock.
+// - T_vpu: each element-wise op costs `units` VPU operations per element, counted per (8 x 128)
+//   vreg; each TensorCore retires `vpu_alus` vreg operations per cycle (4 ALUs per lane and
+//   sublane) at the chip clock: the chip's published VPU rate (runtime/ChipSpec.cpp).
 // - T_hbm: bytes moved, padded to the (8, 128) memory tiles ((16, 128) for 16-bit, (32, 128) for
 //   8-bit types), at the HBM bandwidth.
 // - T_launch: a cost per launch (an assumption, not a published figure: 2 us unless
 //   TORCHTPU_LAUNCH_US says otherwise, for every chip or per chip; CostModel::Options).
-// - int8 matmuls run at the chip's int8 rate, fp8 at its fp8 rate where it has one (v7) and at
-//   the bf16 rate elsewhere (MxuRate).
+// - int8 matmuls run at the chip's int8 rate (v7 has no int8 MXU path: its bf16 rate), fp8 at
+//   its fp8 rate where it has one (v7) and at the bf16 rate elsewhere (MxuRate).
 // - float64 and complex work is emulated on the VPU: its cycles times the emulation factor (an
 //   assumption: about ten float32 operations per operation; TORCHTPU_EMULATION_FACTOR).
 //
 // Every charge goes through this class: kernels describe a launch (elements, VPU units per vreg,
 // padded bytes, emulated or not, matmul shapes) and the model owns every formula.
 //
-// The chip clock is derived from the table: clock = peak bf16 FLOP/s / (2 S^2 x MXUs).
+// The MXU's rate is the published bf16 peak: bf16_flops / (2 S^2 x MXUs) row steps per second
+// (each S x S array takes one row of M per step), which is clock x mxu_macs_per_cell within the
+// rounding of the published figures (a test checks it for every chip). The VPU runs at the
+// clock of the chip table, which has its source or assumption next to it.
 #include "runtime/ChipSpec.h"
 
 #include <c10/util/ArrayRef.h>
@@ -88,6 +92,9 @@ struct Work {
 struct Estimate {
   double mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0, launch_s = 0;
   double flops = 0;             // useful FLOPs (2MKN per matmul, x passes not included)
+  // The matmuls' time at the peak of the dtype each ran in (bf16, int8 or fp8): the time they
+  // would take at the chip's peak; fraction of peak = peak_s / seconds.
+  double peak_s = 0;
   double mxu_flops = 0;         // FLOPs the MXUs execute: padded shapes x passes
   double hbm_bytes = 0;         // tile-padded bytes moved
   int64_t launches = 0;
@@ -125,6 +132,12 @@ class CostModel {
   const c10::SmallVector<int64_t, 3>& topology() const { return options_.topology; }
   const runtime::ChipSpec& chip() const { return *chip_; }
   double clock_hz() const { return clock_hz_; }
+  // MXU row steps per second: the published bf16 peak / (2 S^2 x MXUs).
+  double mxu_cycles_per_s() const { return mxu_cycles_per_s_; }
+  // VPU vreg operations per second: clock x TensorCores x ALUs per lane.
+  double vpu_units_per_s() const { return clock_hz_ * chip_->tensor_cores * chip_->vpu_alus; }
+  // The peak rate of a matmul's dtype class on this chip (FLOP/s or OP/s).
+  double peak_of(MxuRate rate) const;
   int mxus() const { return chip_->mxus_per_core * chip_->tensor_cores; }
 
   // One weight tile run alone on a weight-stationary S x S array: weight load, skewed
@@ -164,6 +177,7 @@ class CostModel {
   double ici_seconds(const CollectiveWork& c) const;
   const runtime::ChipSpec* chip_;
   double clock_hz_;
+  double mxu_cycles_per_s_;
   Options options_;
 };
 

@@ -26,6 +26,7 @@ void Priced::add(const Estimate& e, int64_t count) {
   vpu_s += e.vpu_s * n;
   hbm_s += e.hbm_s * n;
   flops += e.flops * n;
+  peak_s += e.peak_s * n;
   mxu_flops += e.mxu_flops * n;
   hbm_bytes += e.hbm_bytes * n;
   launches += e.launches * count;
@@ -44,6 +45,7 @@ Priced& Priced::operator+=(const Priced& o) {
   hbm_s += o.hbm_s;
   ici_s += o.ici_s;
   flops += o.flops;
+  peak_s += o.peak_s;
   mxu_flops += o.mxu_flops;
   hbm_bytes += o.hbm_bytes;
   launches += o.launches;

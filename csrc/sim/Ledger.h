@@ -32,6 +32,7 @@ void ledger_add(const std::string& op, const Estimate& estimate);
 struct Priced {
   double busy_s = 0, mxu_s = 0, vpu_s = 0, hbm_s = 0, ici_s = 0;
   double flops = 0, mxu_flops = 0, hbm_bytes = 0;
+  double peak_s = 0;  // the matmuls at the peak of their dtypes (Estimate::peak_s)
   int64_t launches = 0;
   int64_t bound_mxu = 0, bound_vpu = 0, bound_hbm = 0, bound_ici = 0;  // launches bounded by each
   int64_t priced_as_native = 0;  // launches of fallback ops, priced as if native

@@ -133,7 +133,7 @@ TEST(CostModel, OneFullTileOnOneMxuEqualsTheSystolicCount) {
   one.tensor_cores = 1;
   one.bf16_flops = 2.0 * 128 * 128 * 1e9;  // 1 GHz
   const CostModel model(one);
-  EXPECT_DOUBLE_EQ(model.clock_hz(), 1e9);
+  EXPECT_DOUBLE_EQ(model.mxu_cycles_per_s(), 1e9);
   for (int64_t M : {128, 256, 1000 * 8}) {
     EXPECT_EQ(model.mxu_cycles(1, M, 128, 128, 4), CostModel::tile_cycles(M, 128, 128));
   }
@@ -141,7 +141,8 @@ TEST(CostModel, OneFullTileOnOneMxuEqualsTheSystolicCount) {
 
 TEST(CostModel, MatmulRooflineOnV5e) {
   const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
-  EXPECT_NEAR(model.clock_hz(), 197e12 / (2.0 * 128 * 128 * 4), 1.0);
+  EXPECT_NEAR(model.mxu_cycles_per_s(), 197e12 / (2.0 * 128 * 128 * 4), 1.0);
+  EXPECT_DOUBLE_EQ(model.clock_hz(), 1.5e9);
   const int64_t n = 4096;
   const double bytes = 3 * CostModel::padded_bytes({n, n}, 2);
   const auto e = model.matmul(1, n, n, n, 1, 2, bytes);
@@ -169,6 +170,57 @@ TEST(CostModel, EveryChipReachesItsPeakOnLargeMatmuls) {
     const auto small = model.matmul(1, 8, 64, 64, 1, 2, 0);
     EXPECT_GT(small.mxu_s, 10 * 2.0 * 8 * 64 * 64 / chip.bf16_flops) << chip.name;
   }
+}
+
+// The clock of each chip (its source or assumption in runtime/ChipSpec.cpp) and the published
+// peak agree: bf16 peak = 2 x MXUs x S^2 x multiply-adds per cell x clock, within 1% (the
+// rounding of the published figures). With the derived clocks of before (peak / (2 S^2 MXUs))
+// v6e and v7 ran at 3.5 and 4.4 GHz; their MXUs take two multiply-adds per cell (assumed).
+TEST(ChipSpec, ClockAndMxuCountGiveThePublishedPeak) {
+  for (const auto& chip : torchtpu::runtime::all_chips()) {
+    const CostModel model(chip);
+    EXPECT_NEAR(model.mxu_cycles_per_s() / (chip.clock_hz * chip.mxu_macs_per_cell), 1.0, 0.01)
+        << chip.name;
+    bool clock = false, alus = false;
+    for (const auto& f : chip.facts) {
+      EXPECT_FALSE(f.source.empty()) << chip.name << " " << f.figure;
+      clock |= f.figure == "clock";
+      alus |= f.figure == "VPU ALUs per lane";
+    }
+    EXPECT_TRUE(clock && alus) << chip.name << ": every constant has a source or assumption";
+  }
+  EXPECT_DOUBLE_EQ(torchtpu::runtime::chip_by_name("v6e").clock_hz, 1.75e9);
+  EXPECT_DOUBLE_EQ(torchtpu::runtime::chip_by_name("v7").clock_hz, 2.2e9);
+}
+
+// The VPU's rate is the published one: 8 x 128 lanes x 4 ALUs x clock x TensorCores (v5p: the
+// scaling book's 1.4e13 FLOP/s; v6e and v7: tokamax's 7.168 and 9.0112 TFLOP/s per core).
+TEST(CostModel, VpuRateIsThePublishedOne) {
+  auto rate = [](const char* name) {
+    const CostModel model(torchtpu::runtime::chip_by_name(name));
+    return model.vpu_units_per_s() * 1024;
+  };
+  EXPECT_NEAR(rate("v5p"), 1.4e13, 0.05e13);  // (8 x 128 x 4 x 2 x 1.75e9 = 1.43e13, rounded)
+  EXPECT_NEAR(rate("v6e"), 7.168e12, 1e9);
+  EXPECT_NEAR(rate("v7"), 2 * 9.0112e12, 1e9);
+  // One unit over a vreg on v6e: 1 / (1.75e9 x 4) s.
+  const CostModel v6e(torchtpu::runtime::chip_by_name("v6e"));
+  EXPECT_NEAR(v6e.vector(1024, 1.0, 0).vpu_s, 1.0 / (1.75e9 * 4), 1e-15);
+}
+
+// The time at peak is the dtype's: an int8 matmul's against the int8 peak (v5e: twice bf16's),
+// on v7 (no int8 MXU path) against its bf16 peak, at the bf16 matmul's time.
+TEST(CostModel, PeakTimeIsTheDtypes) {
+  const CostModel v5e(torchtpu::runtime::chip_by_name("v5e"));
+  const int64_t n = 4096;
+  const auto i8 = v5e.matmul(1, n, n, n, 1, 1, 0, torchtpu::sim::MxuRate::int8);
+  EXPECT_NEAR(i8.peak_s, 2.0 * n * n * n / 394e12, 1e-12);
+  EXPECT_NEAR(i8.peak_s / i8.seconds(), 1.0, 0.02);  // (not 2: the int8 peak is the int8 rate)
+  const CostModel v7(torchtpu::runtime::chip_by_name("v7"));
+  const auto v7_i8 = v7.matmul(1, n, n, n, 1, 1, 0, torchtpu::sim::MxuRate::int8);
+  const auto v7_bf16 = v7.matmul(1, n, n, n, 1, 2, 0);
+  EXPECT_DOUBLE_EQ(v7_i8.mxu_s, v7_bf16.mxu_s);
+  EXPECT_DOUBLE_EQ(v7_i8.peak_s, v7_bf16.peak_s);
 }
 
 TEST(CostModel, ElementwiseAddIsHbmBound) {

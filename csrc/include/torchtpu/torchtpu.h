@@ -26,14 +26,23 @@ int64_t physical_chip(int device);
 std::string chip_name();
 int64_t hbm_capacity_bytes();
 
-// A TPU generation's figures, as the cost model uses them (docs/cost-model.md).
+// One constant of a chip with where it comes from: a public document, or (assumed) the
+// assumption torchtpu makes where no public figure exists (python -m torchtpu info lists them).
+struct ChipFact {
+  std::string figure;    // "clock"
+  std::string value;     // "1.75 GHz"
+  std::string source;    // the document and what it says, or the assumption and its reason
+  bool assumed = false;  // no public source: a stated assumption
+};
+
+// A TPU generation's figures, as the cost model uses them (docs/simulated-chip.md, "Cost model").
 struct Chip {
   std::string name;        // "v5e"
   int mxu_dim;             // systolic array side: 128 or 256
   int mxus_per_core;       // MXUs per TensorCore
   int tensor_cores;        // TensorCores per chip
   double bf16_flops;       // peak bf16 FLOP/s per chip
-  double int8_ops;         // peak int8 OP/s per chip (v7: its published fp8 figure, used for both)
+  double int8_ops;         // peak int8 OP/s per chip (v7: no int8 MXU path, its bf16 rate)
   int64_t hbm_bytes;       // HBM capacity per chip
   double hbm_bytes_per_s;  // HBM bandwidth per chip
   int64_t vmem_bytes;      // VMEM
@@ -41,6 +50,16 @@ struct Chip {
   int vpu_lanes = 128;
   std::string source;      // where the figures come from
   double fp8_ops = 0;      // peak fp8 FLOP/s per chip; 0: no native fp8 (fp8 runs at bf16 rate)
+  double clock_hz = 0;     // TensorCore clock
+  // Multiply-adds per MXU cell per cycle: bf16_flops = 2 x mxus x mxu_dim^2 x this x clock
+  // (1 on the 128 x 128 generations; 2 on v6e and v7, an assumption: ChipSpec.cpp).
+  int mxu_macs_per_cell = 1;
+  int vpu_alus = 4;        // ALUs per (sublane, lane) of the VPU, one operation per cycle each
+  std::vector<ChipFact> facts;  // each constant above with its source or assumption
+  // The VPU's peak rate, operations per second per chip: sublanes x lanes x ALUs x clock x cores.
+  double vpu_ops() const {
+    return double(vpu_sublanes) * vpu_lanes * vpu_alus * clock_hz * tensor_cores;
+  }
 };
 Chip chip();                    // the simulated generation
 std::vector<Chip> all_chips();  // every known generation, in order
