@@ -521,20 +521,23 @@ std::optional<sim::Estimate> estimate_mxu_op(const std::string& name,
   if (base == "aten::_scaled_mm" && out.defined()) {
     return scaled_mm_estimate(arg(0), arg(1), out);
   }
+  // (is_causal: argument 4, 11, 5 and 13 of the four ops' schemas)
   if (base == "aten::_scaled_dot_product_flash_attention") {  // (no mask)
-    return attention_estimate(arg(0), arg(1), arg(2), at::Tensor(), false);
+    return attention_estimate(arg(0), arg(1), arg(2), at::Tensor(), false, false,
+                              args[4].toBool());
   }
   if (base == "aten::_scaled_dot_product_flash_attention_backward") {
-    return attention_estimate(arg(1), arg(2), arg(3), at::Tensor(), true, false);
+    return attention_estimate(arg(1), arg(2), arg(3), at::Tensor(), true, false,
+                              args[11].toBool());
   }
   if (base == "aten::_scaled_dot_product_fused_attention_overrideable") {
     return attention_estimate(arg(0), arg(1), arg(2), args[3].isTensor() ? arg(3) : at::Tensor(),
-                              false);
+                              false, false, args[5].toBool());
   }
   if (base == "aten::_scaled_dot_product_fused_attention_overrideable_backward") {
     const at::Tensor bias = args[4].isTensor() ? arg(4) : at::Tensor();
     const bool bias_grad = bias.defined() && args[5].to<std::vector<bool>>().at(3);
-    return attention_estimate(arg(1), arg(2), arg(3), bias, true, bias_grad);
+    return attention_estimate(arg(1), arg(2), arg(3), bias, true, bias_grad, args[13].toBool());
   }
   if (base == "aten::convolution_backward_overrideable") {
     const auto mask = args[9].to<std::vector<bool>>();

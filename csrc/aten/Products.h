@@ -22,8 +22,10 @@ sim::Estimate estimate_convolution_backward(const at::Tensor& grad_output, const
                                             const at::Tensor& weight, bool transposed,
                                             int64_t groups, std::array<bool, 3> output_mask);
 
-// The charge of fused attention's forward (or backward, with the bias's gradient when asked).
+// The charge of fused attention's forward (or backward, with the bias's gradient when asked);
+// `causal`: is_causal, the blocks above the diagonal skipped (aten/Attention.cpp).
 sim::Estimate attention_estimate(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 const at::Tensor& mask, bool backward, bool bias_grad = false);
+                                 const at::Tensor& mask, bool backward, bool bias_grad,
+                                 bool causal);
 
 }  // namespace torchtpu::aten
