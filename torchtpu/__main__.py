@@ -61,13 +61,14 @@ def info() -> dict:
         "HBM per device": _gib(_C.hbm_capacity_bytes()),
         "settings (torchtpu.config, set in this environment)": _settings() or "none set",
         "chips": _C.all_chips(),
+        "calibration": torchtpu.metrics.error_band(),
     }
     return out
 
 
 def _print_info(d: dict) -> None:
     for k, v in d.items():
-        if k == "chips":
+        if k in ("chips", "calibration"):
             continue
         if isinstance(v, dict):
             print(f"{k}:")
@@ -77,14 +78,25 @@ def _print_info(d: dict) -> None:
             print(f"{k}: {v}")
     print("chips (public figures; docs/simulated-chip.md):")
     print(f"  {'chip':<5} {'bf16 TFLOP/s':>12} {'int8 TOP/s':>10} {'fp8':>6} {'HBM':>9} "
-          f"{'HBM TB/s':>8} {'MXU':>9} {'price/chip-h':>12}")
+          f"{'HBM TB/s':>8} {'MXU':>9} {'clock':>8} {'VPU TOP/s':>9} {'price/chip-h':>12}")
     for c in d["chips"]:
         price = PRICES_PER_CHIP_HOUR.get(c["name"])
         print(f"  {c['name']:<5} {c['bf16_flops'] / 1e12:>12.0f} {c['int8_ops'] / 1e12:>10.0f} "
               f"{'yes' if c['fp8_ops'] else 'no':>6} {_gib(c['hbm_bytes']):>9} "
               f"{c['hbm_bytes_per_s'] / 1e12:>8.2f} "
               f"{c['mxus_per_core'] * c['tensor_cores']}x{c['mxu_dim']:<5} "
+              f"{c['clock_hz'] / 1e9:>5.2f} GHz {c['vpu_ops'] / 1e12:>9.1f} "
               f"{'$%.2f' % price if price else 'n/a':>12}")
+    print("each constant and its source ('assumed': no public figure; the assumption and why):")
+    for c in d["chips"]:
+        print(f"  {c['name']}:")
+        for f in c["facts"]:
+            tag = "assumed: " if f["assumed"] and not f["source"].startswith("assumed") else ""
+            print(f"    {f['figure']}: {f['value']} -- {tag}{f['source']}")
+    band = d["calibration"]
+    print(f"estimates: {band['label']}"
+          + (f", {band['date']} (torchtpu/calibration.json; docs/insight.md, \"Calibration\")"
+             if band["mape"] is not None else ""))
 
 
 def _parse_prices(items: list[str]) -> dict:
@@ -150,8 +162,10 @@ def estimate_run(chips: list[str], prices: dict, items: float | None = None,
             "ici_time_s": e["ici_time_s"],
             "ici_hidden_s": e["ici_hidden_s"],
             "launches": e["launches"],
-            "mxu_utilisation": (e["flops"] / (chip["bf16_flops"] * used * seconds)
-                                if seconds else 0.0),
+            # The matmuls' time at the peak of the dtype each ran in over the chips' time.
+            "mxu_utilisation": e["peak_time_s"] / (used * seconds) if seconds else 0.0,
+            "peak_time_s": e["peak_time_s"],
+            "error_band": e["error_band"],
             "mxu_useful_fraction": e["mxu_useful_fraction"],
             "flops": e["flops"],
             "hbm_bytes": e["hbm_bytes"],
@@ -193,6 +207,7 @@ def slice_rows(ranks: list[list[dict]], items: float | None, item_name: str) -> 
         chips = sum(r["chips"] for r in per_chip)
         seconds = slowest["time_s"]
         flops = sum(r["flops"] for r in per_chip)
+        peak_s = sum(r["peak_time_s"] for r in per_chip)
         hbm = sum(r["hbm_bytes"] for r in per_chip)
         peak = max(r["peak_memory_bytes"] for r in per_chip)
         row = dict(slowest)
@@ -207,8 +222,8 @@ def slice_rows(ranks: list[list[dict]], items: float | None, item_name: str) -> 
             "flops": flops,
             "hbm_bytes": hbm,
             "arithmetic_intensity": flops / hbm if hbm else 0.0,
-            "mxu_utilisation": (flops / (row["bf16_flops_per_chip"] * chips * seconds)
-                                if seconds else 0.0),
+            "mxu_utilisation": peak_s / (chips * seconds) if seconds else 0.0,
+            "peak_time_s": peak_s,
             "peak_memory_bytes": peak,
             "fits_in_hbm": peak <= slowest["hbm_capacity_bytes"],
             "priced_as_native_launches": sum(r["priced_as_native_launches"] for r in per_chip),
@@ -229,7 +244,7 @@ def _print_rows(rows: list[dict], item_name: str) -> None:
         for r in rows:
             print(f"  {r['chip']}: ICI {r['ici_time_s'] * 1e3:.3f} ms, hidden "
                   f"{r['ici_hidden_s'] * 1e3:.3f} ms")
-    head = (f"{'chip':<5} {'time':>11} {'launches':>8} {'MXU util':>8} {'HBM traffic':>11} "
+    head = (f"{'chip':<5} {'time':>11} {'error':>5} {'launches':>8} {'MXU util':>8} {'HBM traffic':>11} "
             f"{'FLOP/B':>8} {'ridge':>6} {'bound':>6} {'peak mem':>10} {'fits':>4} "
             f"{'$/run':>10}")
     per_m = f"$/M {item_name}"
@@ -238,7 +253,9 @@ def _print_rows(rows: list[dict], item_name: str) -> None:
     print(head)
     for r in rows:
         t = r["time_s"]
-        line = (f"{r['chip']:<5} {t * 1e3:>8.3f} ms {r['launches']:>8} "
+        band = r["error_band"]
+        error = f"±{band['mape'] * 100:.0f}%" if band["mape"] is not None else "n/a"
+        line = (f"{r['chip']:<5} {t * 1e3:>8.3f} ms {error:>5} {r['launches']:>8} "
                 f"{r['mxu_utilisation']:>8.1%} {_gib(r['hbm_bytes']):>11} "
                 f"{r['arithmetic_intensity']:>8.1f} {r['ridge_point']:>6.0f} "
                 f"{r['bottleneck']:>6} {_gib(r['peak_memory_bytes']):>10} "
@@ -248,6 +265,11 @@ def _print_rows(rows: list[dict], item_name: str) -> None:
         if key in r:
             line += f" {'$%.4g' % r[key]:>12}"
         print(line)
+    band = rows[0]["error_band"] if rows else None
+    if band:
+        print(f"error: {band['label']}: the cost model's mean absolute percentage error against "
+              "published TPU step times (benchmarks/calibration.py; docs/insight.md, "
+              "\"Calibration\")" if band["mape"] is not None else f"error: {band['label']}")
     native = max(r["priced_as_native_launches"] for r in rows)
     if native:
         print(f"({native} launches of ops that ran through a host fallback are priced as if "

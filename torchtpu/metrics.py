@@ -4,7 +4,9 @@
 - ``fallbacks()``: aten ops that ran on the CPU through the fallback, by name;
 - ``counters()``: other events (bytes transferred per direction, out-of-memory errors, ...);
 - ``estimate(chip=None)``: what the launches so far would take on the simulated chip, or on any
-  other known chip after the fact (cost model);
+  other known chip after the fact (cost model), with the calibration's error band;
+- ``error_band(chip=None)``: how far estimates are from published TPU measurements (the mean
+  absolute percentage error of benchmarks/calibration.py, shipped as torchtpu/calibration.json);
 - ``op_times(chip=None)``: estimated device seconds per op;
 - ``compiled()``: ``torch.compile(backend="tpu")``: graphs, programs, graph breaks, recompilations;
 - ``programs()``: every compiled program: ops, regions, runs, estimated device time per run;
@@ -13,11 +15,47 @@
 """
 from __future__ import annotations
 
+import functools
+import json
+import os
 import sys
 
 import torch
 
 from . import _C
+
+# The calibration's summary (benchmarks/calibration.py writes it; it ships with the package).
+_CALIBRATION = os.path.join(os.path.dirname(os.path.abspath(__file__)), "calibration.json")
+
+
+@functools.lru_cache(maxsize=1)
+def _calibration() -> dict | None:
+    try:
+        with open(_CALIBRATION) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def error_band(chip: str | None = None) -> dict:
+    """The error band of every estimate: the mean absolute percentage error (MAPE) of the cost
+    model's step-time estimates against published measurements of real TPUs
+    (benchmarks/calibration.py; docs/insight.md, "Calibration against published measurements"),
+    read from torchtpu/calibration.json, which the calibration writes and the package ships.
+
+    ``mape`` and ``runs`` are over every calibration run; ``chip_mape`` and ``chip_runs`` over
+    the runs on ``chip`` (default: the simulated chip), None where it has none. ``label`` is the
+    text printed next to an estimate, e.g. "±15% (calibration MAPE, 23 runs)"."""
+    chip = chip or _C.chip()["name"]
+    c = _calibration()
+    if not c:
+        return {"mape": None, "runs": 0, "chip_mape": None, "chip_runs": 0,
+                "label": "(no calibration: torchtpu/calibration.json is missing)", "source": None}
+    own = c.get("per_chip", {}).get(chip, {})
+    return {"mape": c["mape"], "runs": c["runs"], "chip_mape": own.get("mape"),
+            "chip_runs": own.get("runs", 0),
+            "label": f"±{c['mape'] * 100:.0f}% (calibration MAPE, {c['runs']} runs)",
+            "source": c.get("source"), "date": c.get("date"), "commit": c.get("commit")}
 
 
 def native_ops() -> dict[str, int]:
@@ -68,6 +106,10 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     the step time: the longest device's time less its hidden ICI time (devices run in
     parallel).
 
+    No estimate is exact: ``error_band`` is the calibration's mean absolute percentage error
+    against published TPU step times (``error_band()``), e.g. "±15% (calibration MAPE, 23
+    runs)"; ``parallel_time_range_s`` is the step time widened by it.
+
     ``chip`` prices the same launches for another generation after the fact ("v4", "v5e",
     "v5p", "v6e", "v7"), as running under ``TORCHTPU_CHIP`` would; ``launch_us`` sets the cost
     of one launch (default: the chip's, from ``TORCHTPU_LAUNCH_US`` or 2 us). Launches of ops
@@ -75,12 +117,13 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
     ``priced_as_native`` (docs/insight.md).
     """
     r = _price(chip, launch_us)
+    band = error_band(r["chip"])
     hidden = dict(r["hidden_ici_seconds"])
     spec = next(c for c in _C.all_chips() if c["name"] == r["chip"])
     seconds, flops, hbm, mxu_flops = r["seconds"], r["flops"], r["hbm_bytes"], r["mxu_flops"]
     terms = {"mxu": r["mxu_s"], "vpu": r["vpu_s"], "hbm": r["hbm_s"], "ici": r["ici_s"],
              "launch": r["launches"] * r["launch_seconds"]}
-    return {
+    out = {
         "chip": r["chip"],
         # The slice's ICI topology collectives are priced on (TORCHTPU_TOPOLOGY), or None: each
         # collective's group taken as one ring along one torus axis (docs/distributed.md).
@@ -96,7 +139,10 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
         "flops": flops,
         "mxu_flops": mxu_flops,
         "hbm_bytes": hbm,
-        "fraction_of_peak": flops / (spec["bf16_flops"] * seconds) if seconds else 0.0,
+        # The matmuls' time at the peak of the dtype each ran in (bf16, int8, fp8) over the
+        # run's time: an int8 GEMM near the int8 peak is near 1, not 2.
+        "peak_time_s": r["peak_s"],
+        "fraction_of_peak": r["peak_s"] / seconds if seconds else 0.0,
         "mxu_useful_fraction": flops / mxu_flops if mxu_flops else 0.0,
         "arithmetic_intensity": flops / hbm if hbm else 0.0,
         "ridge_point": spec["bf16_flops"] / spec["hbm_bytes_per_s"],
@@ -112,7 +158,12 @@ def estimate(chip: str | None = None, launch_us: float | None = None) -> dict:
         "parallel_time_s": max((t - hidden.get(d, 0.0) for d, t in r["device_seconds"].items()),
                                default=0.0),
         "priced_as_native_ops": dict(r["priced_as_native_ops"]),
+        "error_band": band,
     }
+    if band["mape"] is not None:
+        step = out["parallel_time_s"]
+        out["parallel_time_range_s"] = (step * (1 - band["mape"]), step * (1 + band["mape"]))
+    return out
 
 
 def materializations() -> dict[str, dict[str, int]]:
@@ -332,7 +383,8 @@ def report(limit: int | None = 20) -> str:
     if est["launches"]:
         lines.append(
             f"estimated for TPU {est['chip']} (cost model, not measured): "
-            f"{est['device_time_s'] * 1e3:.3f} ms over {est['launches']} launches "
+            f"{est['device_time_s'] * 1e3:.3f} ms {est['error_band']['label']} over "
+            f"{est['launches']} launches "
             f"(MXU {est['mxu_time_s'] * 1e3:.3f} ms, VPU {est['vpu_time_s'] * 1e3:.3f} ms, "
             f"HBM {est['hbm_time_s'] * 1e3:.3f} ms)"
         )
