@@ -314,14 +314,19 @@ def dry_run(p: dict) -> str:
 
 
 def calibration(p: dict) -> str:
-    rows = p["rows"]
-    body = [[r["name"], r["chip"], f"{r['measured_s']:.2f} s", f"{r['estimated_s']:.2f} s",
-             f"{r['ratio']:.2f}", f"{r['estimated_mxu_s'] / r['measured_s']:.2f}"] for r in rows]
+    rows, s = p["rows"], p["summary"]
+
+    def sec(x):
+        return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+    body = [[r["name"], r["chip"], sec(r["measured_s"]), sec(r["estimated_s"]), f"{r['ratio']:.2f}",
+             f"{r['estimated_mxu_s'] / r['measured_s']:.2f}"] for r in rows]
     return "\n".join([
-        "Estimated / measured step time, for the whole step as eager ops with fused attention and "
-        "for the MXU terms alone:", "",
+        "Estimated / measured step time of each run as one chip of the measured slice ran it, and "
+        "the MXU terms alone over the measured step:", "",
         table(["run", "chip", "measured", "estimated", "estimated / measured", "MXU terms / measured"], body),
-        "", "Sources: " + "; ".join(f"{r['name']}: {r['source']}" for r in rows) + "."])
+        "", f"MAPE {s['mape'] * 100:.1f}% over {s['runs']} runs; fitted: {s['fitted']}. "
+        "Configurations and sources: docs/insight.md, \"Calibration against published measurements\"."])
 
 
 def pallas_kernels(p: dict) -> str:
@@ -488,9 +493,11 @@ SECTIONS = [
             "the dry run cost this host (docs/insight.md, \"Dry runs\").",
             ["dry_run"], dry_run, plots=["dry_run"]),
     Section("calibration", ["python benchmarks/calibration.py"],
-            "The cost model against published TPU training steps (MaxText recipes on v6e, v5p and "
-            "Ironwood): the same model run for one chip's share of the step in a dry run, estimated "
-            "over measured step time (docs/insight.md, \"Calibration\").",
+            "The cost model against published TPU runs (benchmarks/calibration_set.py: MaxText "
+            "recipes on v5e, v5p, v6e and Ironwood, vLLM serving on v6e), each reproduced in a dry "
+            "run as one chip of the measured slice ran it (sharding, remat, int8 / fp8, ICI "
+            "collectives), estimated over measured step time and the MAPE (docs/insight.md, "
+            "\"Calibration\").",
             ["calibration"], calibration, plots=["calibration"]),
     Section("pallas_kernels", ["python benchmarks/pallas_kernels.py"],
             "Pallas kernels through `torchtpu.pallas` (Pallas' TPU interpret mode) against the same "
