@@ -27,7 +27,8 @@ if (( quick )); then
   # runtime and device module, the configuration table, ops against the CPU, attention, fused
   # eager (planner, loop detection), compiled mode, the TorchTPU twin, collectives at 2 ranks
   QUICK=(test/python/test_device_module.py test/python/test_config.py
-         test/python/test_parity.py test/python/test_attention.py test/python/test_defer.py
+         test/python/test_parity.py test/python/test_out_arguments.py
+         test/python/test_attention.py test/python/test_defer.py
          test/python/test_loop_detection.py test/python/test_compile_programs.py
          test/python/test_torch_tpu_modules.py
          "test/python/test_distributed.py::test_every_collective_matches_its_definition[2]")

@@ -140,6 +140,12 @@ def aborted_at_exit(returncode: int, stderr: str) -> bool:
     return False
 
 
+def close_to_cpu(got, expected, **tol):
+    """Asserts that a tpu result equals the CPU's `expected` (torch.testing.assert_close's
+    tolerances unless given)."""
+    torch.testing.assert_close(got.cpu(), expected, **tol)
+
+
 def run_python(code: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter; returns the completed process (text output)."""
     full_env = dict(os.environ)

@@ -8,14 +8,11 @@ import pytest
 import torch
 
 import torchtpu
+from conftest import close_to_cpu
 
 
 FLASH = "aten::_scaled_dot_product_flash_attention"
 OVERRIDEABLE = "aten::_scaled_dot_product_fused_attention_overrideable"
-
-
-def _same(got, expected, **tol):
-    torch.testing.assert_close(got.cpu(), expected, **tol)
 
 
 def _attention_ops():
@@ -69,9 +66,9 @@ def test_attention_runs_one_fused_kernel_equal_to_the_math_path(mode):
                 *on_tpu, attn_mask=None if mask is None else mask.to("tpu"), is_causal=causal,
                 **extra)
             got.square().sum().backward()
-            _same(got.detach(), want.detach(), atol=tol, rtol=tol)
+            close_to_cpu(got.detach(), want.detach(), atol=tol, rtol=tol)
             for a, b in zip(on_tpu, leaves):
-                _same(a.grad, b.grad, atol=tol, rtol=tol)
+                close_to_cpu(a.grad, b.grad, atol=tol, rtol=tol)
             ops = torchtpu.metrics.native_ops()  # (fused eager counts ops when they run)
             entry = FLASH if not masked and value_head == 16 else OVERRIDEABLE
             assert _attention_ops() == {entry: 1, entry + "_backward": 1}, (masked, value_head, ops)
@@ -104,10 +101,10 @@ def test_attention_takes_the_math_path_where_the_fused_kernel_does_not_apply(mod
         with sdpa_kernel(backends) if backends else contextlib.nullcontext():
             got = F.scaled_dot_product_attention(*tpu_in)
         got.sum().backward()
-        _same(got.detach(), want.detach(), atol=1e-5, rtol=1e-5)
+        close_to_cpu(got.detach(), want.detach(), atol=1e-5, rtol=1e-5)
         assert not _attention_ops(), (name, torchtpu.metrics.native_ops())
         for a, b in zip(tpu_in, cpu_in):
-            _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
+            close_to_cpu(a.grad, b.grad, atol=1e-4, rtol=1e-4)
 
 
 def _attention_with_bias_on_the_cpu(q, k, v, bias, grad, causal=False):
@@ -146,10 +143,10 @@ def test_the_fused_attention_ops_give_the_gradient_of_a_bias_that_requires_it(mo
         max_q, max_k, dropout_p=0.0, is_causal=False, philox_seed=seed, philox_offset=offset)
     want_out, want_grads = _attention_with_bias_on_the_cpu(q, k, v, bias, grad)
     assert out.dtype == torch.float16
-    _same(out.float(), want_out, atol=1e-3, rtol=1e-3)
+    close_to_cpu(out.float(), want_out, atol=1e-3, rtol=1e-3)
     for name, got, want in zip(("query", "key", "value", "bias"), grads, want_grads):
         assert got.dtype == torch.float16 and got.shape == want.shape, name
-        _same(got.float(), want, atol=1e-3, rtol=1e-2, msg=lambda m: f"{name}: {m}")
+        close_to_cpu(got.float(), want, atol=1e-3, rtol=1e-2, msg=lambda m: f"{name}: {m}")
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
@@ -181,9 +178,9 @@ def test_attention_with_a_bias_that_requires_grad_runs_the_fused_kernel_and_trai
                                                  **gqa)
             out.backward(grad.to("tpu"))
             what = f"bias {tuple(bias_shape)} causal={causal} kv_heads={kv_heads}"
-            _same(out.detach(), want_out, atol=1e-5, rtol=1e-5, msg=lambda m: f"{what}: {m}")
+            close_to_cpu(out.detach(), want_out, atol=1e-5, rtol=1e-5, msg=lambda m: f"{what}: {m}")
             for name, t, want in zip(("query", "key", "value", "bias"), leaves, want_grads):
-                _same(t.grad, want, atol=1e-4, rtol=1e-4, msg=lambda m: f"{what}, {name}: {m}")
+                close_to_cpu(t.grad, want, atol=1e-4, rtol=1e-4, msg=lambda m: f"{what}, {name}: {m}")
             ops = torchtpu.metrics.native_ops()
             assert _attention_ops() == {OVERRIDEABLE: 1, OVERRIDEABLE + "_backward": 1}, (what, ops)
             assert "aten::bmm" not in ops and "aten::_softmax" not in ops, (what, ops)
@@ -242,9 +239,9 @@ def test_compiled_attention_runs_the_fused_kernel():
         got.square().sum().backward()
         want = F.scaled_dot_product_attention(*cpu, attn_mask=mask, is_causal=causal)
         want.square().sum().backward()
-        _same(got, want, atol=1e-5, rtol=1e-5)
+        close_to_cpu(got, want, atol=1e-5, rtol=1e-5)
         for a, b in zip(tpu, cpu):
-            _same(a.grad, b.grad, atol=1e-4, rtol=1e-4)
+            close_to_cpu(a.grad, b.grad, atol=1e-4, rtol=1e-4)
         assert _attention_ops() == {entry: 1, entry + "_backward": 1}, torchtpu.metrics.native_ops()
 
 
@@ -401,10 +398,10 @@ def test_attention_without_a_mask_runs_pytorchs_flash_op_equal_to_the_cpu(mode):
                 got = F.scaled_dot_product_attention(*tpu, dropout_p=0.0, is_causal=causal, **gqa)
                 got.backward(grad.to("tpu"))
             what = f"{(B, H, KV, L, S, E)} causal={causal} {dtype}"
-            _same(got.detach(), want.detach(), atol=tol, rtol=tol, msg=lambda m: f"{what}: {m}")
+            close_to_cpu(got.detach(), want.detach(), atol=tol, rtol=tol, msg=lambda m: f"{what}: {m}")
             for name, a, b in zip("qkv", tpu, cpu):
                 assert a.grad.shape == b.grad.shape, (what, name)
-                _same(a.grad, b.grad, atol=tol, rtol=tol, msg=lambda m: f"{what}, d{name}: {m}")
+                close_to_cpu(a.grad, b.grad, atol=tol, rtol=tol, msg=lambda m: f"{what}, d{name}: {m}")
             ops = torchtpu.metrics.native_ops()
             assert _attention_ops() == {FLASH: 1, FLASH + "_backward": 1}, (what, ops)
             assert "aten::bmm" not in ops and "aten::_softmax" not in ops, (what, ops)
@@ -463,7 +460,7 @@ def test_flash_takes_what_cudas_flash_rules_take_and_the_overrideable_op_the_res
         if kwargs.get("dropout_p"):
             continue
         want = F.scaled_dot_product_attention(*qkv, **kwargs)
-        _same(got, want, atol=1e-5, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+        close_to_cpu(got, want, atol=1e-5, rtol=1e-5, msg=lambda m: f"{name}: {m}")
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         with pytest.raises(RuntimeError, match="No viable backend"):
             F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), v.to("tpu"),
@@ -488,7 +485,7 @@ def test_flash_attention_in_inference_mode_and_under_a_dispatch_mode(mode):
         torchtpu.sync()  # (fused eager counts ops when they run)
         assert _attention_ops() == {FLASH: 1}
     want = F.scaled_dot_product_attention(q.cpu(), k.cpu(), v.cpu(), is_causal=True)
-    _same(out, want, atol=1e-2, rtol=1e-2)
+    close_to_cpu(out, want, atol=1e-2, rtol=1e-2)
 
     class Ops(TorchDispatchMode):
         def __init__(self):
@@ -534,10 +531,10 @@ def test_the_flash_ops_called_directly(mode):
     assert (max_q, max_k) == (10, 10) and cum_q is None and cum_k is None
     assert seed.shape == (2,) and offset.shape == () and seed.dtype == offset.dtype == torch.uint64
     assert debug.shape == (0,) and out.stride() == q.stride()
-    _same(out, want_out, atol=1e-5, rtol=1e-5)
-    _same(lse, want_lse, atol=1e-5, rtol=1e-5)
+    close_to_cpu(out, want_out, atol=1e-5, rtol=1e-5)
+    close_to_cpu(lse, want_lse, atol=1e-5, rtol=1e-5)
     for got, want in zip(grads, want_grads):
-        _same(got, want, atol=1e-5, rtol=1e-5)
+        close_to_cpu(got, want, atol=1e-5, rtol=1e-5)
     with pytest.raises(RuntimeError, match="bottom right"):
         torch.ops.aten._scaled_dot_product_flash_attention(tq, tk[:, :, :7], tv[:, :, :7],
                                                            is_causal=True)
