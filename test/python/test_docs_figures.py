@@ -82,3 +82,51 @@ def test_the_link_check_finds_a_broken_link(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert relative_links("page.md") == ["page.md", "missing.md"]
     assert broken_links("page.md") == ["missing.md"]
+
+
+# -- the calibration (docs/insight.md, "Calibration against published measurements") -------------
+
+def _calibration():
+    spec = importlib.util.spec_from_file_location("benchmarks_calibration",
+                                                  ROOT / "benchmarks" / "calibration.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _calibration_payload() -> dict:
+    import json
+
+    return json.loads((ROOT / "benchmarks" / "results" / "calibration.json").read_text())
+
+
+def _insight_table(text: str, cal) -> str:
+    return text.split(cal.BEGIN, 1)[1].split(cal.END, 1)[0].lstrip("\n")
+
+
+def test_the_calibration_table_is_generated_from_the_results():
+    cal = _calibration()
+    payload = _calibration_payload()
+    table = _insight_table((ROOT / "docs" / "insight.md").read_text(), cal)
+    assert table == cal.markdown(payload), (
+        "docs/insight.md's calibration table is not benchmarks/results/calibration.json's: run "
+        "python benchmarks/calibration.py --write-docs")
+    # A ratio that drifts is caught.
+    payload["rows"][0]["ratio"] += 0.1
+    assert table != cal.markdown(payload)
+    # At least 15 runs, training on every chip from v5e to v7, MoE and serving among them.
+    rows = payload["rows"]
+    assert payload["summary"]["runs"] == len(rows) >= 15
+    assert {r["chip"] for r in rows if r["kind"] == "training"} >= {"v5e", "v5p", "v6e", "v7"}
+    assert sum(r["model"].startswith(("mixtral", "deepseek", "llama4", "qwen3")) for r in rows) >= 2
+    assert any(r["kind"] == "inference-decode" for r in rows)
+
+
+def test_the_shipped_error_band_is_the_calibrations():
+    import json
+
+    cal = _calibration()
+    shipped = json.loads((ROOT / "torchtpu" / "calibration.json").read_text())
+    assert shipped == cal.package_summary(_calibration_payload()), (
+        "torchtpu/calibration.json is not the summary of benchmarks/results/calibration.json: "
+        "run python benchmarks/calibration.py")
