@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# TRL and torchao on "tpu" (docs/ecosystem.md "TRL", "torchao"): makes the virtual environment
-# they live in (build/venv-rl: it sees the main environment's packages, torch, transformers and
-# torchtpu among them, but TRL, torchao, datasets and what they pull stay inside), then runs
-# test/ecosystem/ in it.
+# TRL, torchao and Lightning on "tpu" (docs/ecosystem.md "TRL", "torchao", "Lightning"): makes
+# the virtual environment they live in (build/venv-rl: it sees the main environment's packages,
+# torch, transformers and torchtpu among them, but TRL, torchao, Lightning, datasets and what they
+# pull stay inside), then runs test/ecosystem/ in it.
 #   bash scripts/test_ecosystem.sh            the whole tier
-#   bash scripts/test_ecosystem.sh --smoke    the short cases (GRPO in strict eager, int8 dynamic)
+#   bash scripts/test_ecosystem.sh --smoke    the short cases (GRPO in strict eager, int8 dynamic,
+#                                             Lightning single-device)
 # Extra arguments go to pytest. Without a network or PyPI the tier is skipped, not failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${TORCHTPU_RL_VENV:-build/venv-rl}
-PACKAGES=("trl==1.16.0" "torchao==0.18.0")
+PACKAGES=("trl==1.16.0" "torchao==0.18.0" "lightning==2.6.6")
 PYTEST_ARGS=()
 for a in "$@"; do
   if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
@@ -18,7 +19,8 @@ done
 start=$(date +%s)
 
 source scripts/lib/library_venv.sh
-make_library_venv test_ecosystem.sh "$VENV" "import trl, torchao, datasets" "${PACKAGES[@]}"
+make_library_venv test_ecosystem.sh "$VENV" "import trl, torchao, datasets, lightning" \
+  "${PACKAGES[@]}"
 case $? in
   0) ;;
   2) "$PYTHON" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"; exit $? ;;

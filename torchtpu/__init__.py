@@ -71,6 +71,9 @@ _backends.install()  # torch.backends.tpu (allow_excess_precision)
 from . import _libtpu_flags  # noqa: E402
 
 _libtpu_flags.install()  # --xla_jf_conv_full_precision from LIBTPU_INIT_ARGS or absl (docs/precision.md)
+from . import lightning as _lightning  # noqa: E402  (imports no Lightning)
+
+_lightning.install()  # Trainer(accelerator="torchtpu") once Lightning is imported (docs/ecosystem.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,
