@@ -186,48 +186,79 @@ std::vector<char> eliminate_dead_ops(const std::vector<Node>& nodes, const Keys&
   return live;
 }
 
-void group_regions(const std::vector<Node>& nodes, const Keys& keys,
-                   const std::vector<char>& pinned, const PlanOptions& options, Plan& plan) {
-  const size_t n = nodes.size();
-  plan.regions.clear();
-  // Regions. An element-wise op joins the latest fused region over its shape when that region
-  // can run it: every op it depends on (the last writer of what it reads, the last writer and
-  // readers of what it writes) runs in that region or before it, and blocking stays safe (no
-  // storage written in the region is accessed with two geometries). Regions run in the order
-  // they were opened, so independent chains interleaved in the program (an optimizer's update
-  // of each parameter, op by op over all parameters) fuse into one region per shape. A matmul
-  // opens a region that its element-wise epilogue can join; every other op is a region of its
-  // own.
+namespace {
+
+// group_regions' state while it walks the live ops in program order (see group_regions).
+class RegionGrouper {
+ public:
+  RegionGrouper(const std::vector<Node>& nodes, const Keys& keys, const std::vector<char>& pinned,
+                const PlanOptions& options, Plan& plan)
+      : nodes_(nodes), keys_(keys), pinned_(pinned), options_(options), plan_(plan) {}
+
+  void place(size_t i) {
+    const Node& node = nodes_[i];
+    const int deps = deps_of(i);
+    int r;
+    if (node.elementwise && options_.fuse) {
+      r = place_elementwise(i, deps);
+    } else if (reduction_epilogue(node) && options_.reduce) {
+      r = place_reduction(i, deps);
+    } else if (matmul_prologue(node) && options_.matmul &&
+               non_overlapping(geometry_of(written_operand(node), written_operand(node).sizes),
+                               written_operand(node).sizes)) {
+      r = place_matmul(i);
+    } else {
+      r = open_region(single(i), {});
+    }
+    note_accesses(i, r);
+  }
+
+ private:
   struct Access {
     Geometry g;
     bool written;
   };
-  std::vector<std::unordered_map<int, Access>> region_access;
-  std::map<std::pair<int64_t, std::vector<int64_t>>, int> open_by_shape;  // (place, shape)
-  std::unordered_map<int, int> last_writer, last_reader;
-  auto deps_of = [&](size_t i) {
+  using Accesses = std::unordered_map<int, Access>;
+  using ShapeKey = std::pair<int64_t, std::vector<int64_t>>;  // (place, shape)
+
+  static Region single(size_t i) {
+    Region region;
+    region.nodes.push_back(static_cast<int>(i));
+    return region;
+  }
+  ShapeKey shape_key(const Node& node, const Dims& shape) const {
+    return {place_of(node), std::vector<int64_t>(shape.begin(), shape.end())};
+  }
+
+  // The latest region op i depends on: the last writer of what it reads, the last writer and
+  // readers of what it writes.
+  int deps_of(size_t i) const {
     int deps = -1;
-    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+    for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
       if (key == INT32_MIN) return;
-      if (auto it = last_writer.find(key); it != last_writer.end()) deps = std::max(deps, it->second);
+      if (auto it = last_writer_.find(key); it != last_writer_.end()) {
+        deps = std::max(deps, it->second);
+      }
       if (o.written) {
-        if (auto it = last_reader.find(key); it != last_reader.end()) deps = std::max(deps, it->second);
+        if (auto it = last_reader_.find(key); it != last_reader_.end()) {
+          deps = std::max(deps, it->second);
+        }
       }
     });
     return deps;
-  };
-  auto note_accesses = [&](size_t i, int r) {
-    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+  }
+  void note_accesses(size_t i, int r) {
+    for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
       if (key == INT32_MIN) return;
-      if (o.read || !o.written) last_reader[key] = std::max(last_reader[key], r);
-      if (o.written) last_writer[key] = r;
+      if (o.read || !o.written) last_reader_[key] = std::max(last_reader_[key], r);
+      if (o.written) last_writer_[key] = r;
     });
-  };
+  }
   // Adds node i's accesses to `merged`; false when blocking would be unsafe.
-  auto merge = [&](size_t i, std::unordered_map<int, Access>& merged) {
+  bool merge(size_t i, Accesses& merged) const {
     bool ok = true;
-    const Node& node = nodes[i];
-    for_each_access(nodes, keys, i, [&](const Operand& o, int key) {
+    const Node& node = nodes_[i];
+    for_each_access(nodes_, keys_, i, [&](const Operand& o, int key) {
       if (key == INT32_MIN) return;
       const Geometry g = geometry_of(o, node.shape);
       if (o.written && !non_overlapping(g, node.shape)) ok = false;
@@ -240,96 +271,108 @@ void group_regions(const std::vector<Node>& nodes, const Keys& keys,
       }
     });
     return ok;
-  };
-  auto open_region = [&](Region region, std::unordered_map<int, Access> access) {
-    plan.regions.push_back(std::move(region));
-    region_access.push_back(std::move(access));
-    return static_cast<int>(plan.regions.size()) - 1;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    if (!plan.live[i]) continue;
-    const Node& node = nodes[i];
-    const int deps = deps_of(i);
-    int r = -1;
-    if (node.elementwise && options.fuse) {
-      const auto key = std::make_pair(place_of(node),
-                                      std::vector<int64_t>(node.shape.begin(), node.shape.end()));
-      auto it = open_by_shape.find(key);
-      const bool out_of_order =
-          it != open_by_shape.end() && it->second + 1 != static_cast<int>(plan.regions.size());
-      if (it != open_by_shape.end() && deps <= it->second &&
-          !((pinned[i] || !options.reorder) && out_of_order)) {
-        auto merged = region_access[it->second];
-        if (merge(i, merged)) {
-          r = it->second;
-          plan.regions[r].nodes.push_back(static_cast<int>(i));
-          region_access[r] = std::move(merged);
-        }
+  }
+  int open_region(Region region, Accesses access) {
+    plan_.regions.push_back(std::move(region));
+    region_access_.push_back(std::move(access));
+    return static_cast<int>(plan_.regions.size()) - 1;
+  }
+
+  // An element-wise op joins the open fused region over its shape when it can, else opens one.
+  int place_elementwise(size_t i, int deps) {
+    const Node& node = nodes_[i];
+    const ShapeKey key = shape_key(node, node.shape);
+    auto it = open_by_shape_.find(key);
+    const bool out_of_order =
+        it != open_by_shape_.end() && it->second + 1 != static_cast<int>(plan_.regions.size());
+    if (it != open_by_shape_.end() && deps <= it->second &&
+        !((pinned_[i] || !options_.reorder) && out_of_order)) {
+      Accesses merged = region_access_[it->second];
+      if (merge(i, merged)) {
+        const int r = it->second;
+        plan_.regions[r].nodes.push_back(static_cast<int>(i));
+        region_access_[r] = std::move(merged);
+        return r;
       }
-      if (r < 0) {
-        std::unordered_map<int, Access> access;
-        Region region;
-        region.nodes.push_back(static_cast<int>(i));
-        if (merge(i, access)) {
-          region.fused = true;
-          region.shape = node.shape;
-          r = open_region(std::move(region), std::move(access));
-          open_by_shape[key] = r;
-        } else {
-          r = open_region(std::move(region), {});
-        }
-      }
-    } else if (reduction_epilogue(node) && options.reduce) {
-      // A reduction joins the open fused region that made its input (which then stays in a
-      // region buffer, out of HBM); nothing joins that region after it.
-      size_t in = 0;
-      while (node.operands[in].written || !node.operands[in].defined()) ++in;
-      const int key = keys.operands[i][in];
-      const auto shape_key = std::make_pair(
-          place_of(node),
-          std::vector<int64_t>(node.operands[in].sizes.begin(), node.operands[in].sizes.end()));
-      auto it = open_by_shape.find(shape_key);
-      auto writer = last_writer.find(key);
-      if (key >= 0 && it != open_by_shape.end() && writer != last_writer.end() &&
-          writer->second == it->second && deps <= it->second &&
-          !plan.regions[it->second].matmul_first) {
-        r = it->second;
-        plan.regions[r].nodes.push_back(static_cast<int>(i));
-        plan.regions[r].reduction_last = true;
-        open_by_shape.erase(it);
-      } else {
-        Region region;
-        region.nodes.push_back(static_cast<int>(i));
-        r = open_region(std::move(region), {});
-      }
-    } else if (matmul_prologue(node) && options.matmul &&
-               non_overlapping(geometry_of(written_operand(node), written_operand(node).sizes),
-                               written_operand(node).sizes)) {
-      // Only the matmul's result takes part in the blocking checks: its inputs are read whole
-      // before the epilogue runs.
-      const Operand& out = written_operand(node);
-      std::unordered_map<int, Access> access;
-      for (size_t j = 0; j < node.operands.size(); ++j) {
-        if (node.operands[j].written) {
-          access.emplace(keys.operands[i][j], Access{geometry_of(out, out.sizes), true});
-        }
-      }
-      if (is_convolution(node)) {
-        access.emplace(keys.results[i][0], Access{geometry_of(out, out.sizes), true});
-      }
-      Region region;
-      region.fused = region.matmul_first = true;
-      region.shape = out.sizes;
-      region.nodes.push_back(static_cast<int>(i));
-      r = open_region(std::move(region), std::move(access));
-      open_by_shape[std::make_pair(place_of(node),
-                                   std::vector<int64_t>(out.sizes.begin(), out.sizes.end()))] = r;
-    } else {
-      Region region;
-      region.nodes.push_back(static_cast<int>(i));
-      r = open_region(std::move(region), {});
     }
-    note_accesses(i, r);
+    Accesses access;
+    Region region = single(i);
+    if (!merge(i, access)) return open_region(std::move(region), {});
+    region.fused = true;
+    region.shape = node.shape;
+    const int r = open_region(std::move(region), std::move(access));
+    open_by_shape_[key] = r;
+    return r;
+  }
+
+  // A reduction joins the open fused region that made its input (which then stays in a region
+  // buffer, out of HBM); nothing joins that region after it.
+  int place_reduction(size_t i, int deps) {
+    const Node& node = nodes_[i];
+    size_t in = 0;
+    while (node.operands[in].written || !node.operands[in].defined()) ++in;
+    const int key = keys_.operands[i][in];
+    auto it = open_by_shape_.find(shape_key(node, node.operands[in].sizes));
+    auto writer = last_writer_.find(key);
+    if (key >= 0 && it != open_by_shape_.end() && writer != last_writer_.end() &&
+        writer->second == it->second && deps <= it->second &&
+        !plan_.regions[it->second].matmul_first) {
+      const int r = it->second;
+      plan_.regions[r].nodes.push_back(static_cast<int>(i));
+      plan_.regions[r].reduction_last = true;
+      open_by_shape_.erase(it);
+      return r;
+    }
+    return open_region(single(i), {});
+  }
+
+  // A matmul opens a region its element-wise epilogue can join. Only the matmul's result takes
+  // part in the blocking checks: its inputs are read whole before the epilogue runs.
+  int place_matmul(size_t i) {
+    const Node& node = nodes_[i];
+    const Operand& out = written_operand(node);
+    Accesses access;
+    for (size_t j = 0; j < node.operands.size(); ++j) {
+      if (node.operands[j].written) {
+        access.emplace(keys_.operands[i][j], Access{geometry_of(out, out.sizes), true});
+      }
+    }
+    if (is_convolution(node)) {
+      access.emplace(keys_.results[i][0], Access{geometry_of(out, out.sizes), true});
+    }
+    Region region = single(i);
+    region.fused = region.matmul_first = true;
+    region.shape = out.sizes;
+    const int r = open_region(std::move(region), std::move(access));
+    open_by_shape_[shape_key(node, out.sizes)] = r;
+    return r;
+  }
+
+  const std::vector<Node>& nodes_;
+  const Keys& keys_;
+  const std::vector<char>& pinned_;
+  const PlanOptions& options_;
+  Plan& plan_;
+  std::vector<Accesses> region_access_;
+  std::map<ShapeKey, int> open_by_shape_;
+  std::unordered_map<int, int> last_writer_, last_reader_;
+};
+
+}  // namespace
+
+// Regions. An element-wise op joins the latest fused region over its shape when that region can
+// run it: every op it depends on (the last writer of what it reads, the last writer and readers
+// of what it writes) runs in that region or before it, and blocking stays safe (no storage
+// written in the region is accessed with two geometries). Regions run in the order they were
+// opened, so independent chains interleaved in the program (an optimizer's update of each
+// parameter, op by op over all parameters) fuse into one region per shape. A matmul opens a
+// region that its element-wise epilogue can join; every other op is a region of its own.
+void group_regions(const std::vector<Node>& nodes, const Keys& keys,
+                   const std::vector<char>& pinned, const PlanOptions& options, Plan& plan) {
+  plan.regions.clear();
+  RegionGrouper grouper(nodes, keys, pinned, options, plan);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (plan.live[i]) grouper.place(i);
   }
   for (Region& region : plan.regions) {
     if (region.nodes.size() == 1) region.fused = region.matmul_first = region.reduction_last = false;
