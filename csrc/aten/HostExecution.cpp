@@ -327,6 +327,160 @@ void run_with_outs_kept(const c10::OperatorHandle& op, const HostOp& f, torch::j
 }
 
 // route_results: the op returns new tensors, so its host allocations go to device memory.
+// Inputs (not out= tensors) become contiguous copies, on every path (the functional op runs
+// inline, its out= overload is enqueued).
+void contiguous_inputs(const HostOp& f, torch::jit::Stack* stack, size_t base, size_t num_args) {
+  for (size_t i = 0; i < num_args; ++i) {
+    c10::IValue& v = (*stack)[base + i];
+    if (!v.isTensor() || std::find(f.outs.begin(), f.outs.end(), i) != f.outs.end()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && !t.is_contiguous()) v = t.contiguous();
+  }
+}
+
+// Called with out= tensors made in C++ (PyTorch's structured functional or in-place wrapper,
+// which ran the op's meta function and made its warnings at the call), the CPU kernel's
+// structured wrapper would run that meta function and warn again: its warnings are dropped. (Or
+// the call's scratch check made the CPU kernel's warnings: CallChecks.)
+bool warnings_made_at_call(const HostOp& f, const torch::jit::Stack& stack, size_t base) {
+  bool warned = !f.outs.empty();
+  for (size_t i : f.outs) {
+    const c10::IValue& v = stack[base + i];
+    if (v.isTensor() && v.toTensor().defined() && from_python(v.toTensor())) warned = false;
+  }
+  return warned || call_warned();
+}
+
+// An op whose results are its arguments, charged and run on the device's stream: at once on the
+// issuing thread where the stream is idle, else queued for the stream's worker.
+void enqueue_on_stream(const c10::OperatorHandle& op, const HostOp& f, torch::jit::Stack* stack,
+                       size_t base, size_t num_args, c10::Device device, bool warned_at_call,
+                       int64_t list_elements) {
+  const std::string& name = f.name;
+  Footprint footprint;
+  int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
+                        // kParallelElements)
+  for_each_tensor_argument(*stack, base, num_args, [&](const at::Tensor& t) {
+    if (!t.defined() || t.device().is_cpu()) return;
+    footprint.add(t);
+    largest = std::max<int64_t>(largest, t.numel());
+  });
+  if (f.foreach) footprint.elements = list_elements;
+  charge(name, *f.traits, footprint);
+  const bool parallel = largest >= kParallelElements;
+  // The results are arguments: the stack keeps them, in return order.
+  auto return_arguments = [&] {
+    c10::SmallVector<c10::IValue, 2> results;
+    for (int i : f.returned) results.push_back(std::move((*stack)[base + i]));
+    torch::jit::drop(*stack, num_args);
+    for (auto& r : results) stack->push_back(std::move(r));
+  };
+  // Run at once where the stream is idle: the kernel on host aliases of the arguments.
+  if (launch_here_if_idle(device, name,
+                          [&] {
+                            torch::jit::Stack host(stack->begin() + base, stack->end());
+                            c10::SmallVector<std::pair<const c10::TensorImpl*, at::Tensor>, 4>
+                                aliases;  // (a tensor passed twice is one alias)
+                            map_tensor_arguments(
+                                &host, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+                                  if (!t.defined() || t.device().is_cpu()) return t;
+                                  for (const auto& [impl, alias] : aliases) {
+                                    if (impl == t.unsafeGetTensorImpl()) return alias;
+                                  }
+                                  aliases.emplace_back(t.unsafeGetTensorImpl(),
+                                                       resizable_host_alias(t));
+                                  return aliases.back().second;
+                                });
+                            std::optional<QuietWarnings> quiet;
+                            if (warned_at_call) quiet.emplace();
+                            run_with_outs_kept(op, f, &host);
+                          },
+                          parallel)) {
+    return_arguments();
+    return;
+  }
+  // The work keeps the TPU tensors (their storages own the memory) and their geometry of
+  // issue time (as a kernel launch captures its arguments); the stream's worker makes the
+  // host aliases from those, so the issuing thread allocates none.
+  c10::SmallVector<IssuedTensor, 4> issued;
+  // For each issued tensor, the earlier one it is (-1: none): a tensor passed twice is one
+  // alias when the op runs, so the CPU kernel sees an in-place call as in-place.
+  c10::SmallVector<int, 4> same_as;
+  c10::SmallVector<const c10::TensorImpl*, 4> impls;
+  torch::jit::Stack args(stack->begin() + base, stack->end());
+  map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined()) return t;
+    if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
+    const auto first = std::find(impls.begin(), impls.end(), t.unsafeGetTensorImpl());
+    same_as.push_back(first == impls.end() ? -1 : static_cast<int>(first - impls.begin()));
+    impls.push_back(t.unsafeGetTensorImpl());
+    issued.push_back(IssuedTensor::of(t));
+    return t;
+  });
+  std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
+  if (runtime::check_nans()) {
+    for (int i : f.returned) {
+      if ((*stack)[base + i].isTensor()) written.push_back((*stack)[base + i].toTensor());
+    }
+  }
+  return_arguments();
+  launch(device, name,
+         [op, &f, args = std::move(args), issued = std::move(issued),
+          same_as = std::move(same_as), warned_at_call,
+          deterministic = DeterministicAlgorithms::Setting::now()]() mutable {
+           const DeterministicAlgorithms scope(deterministic);
+           // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
+           // this work by a host thread, not here.)
+           torch::jit::Stack host = args;
+           c10::SmallVector<at::Tensor, 4> aliases;
+           map_tensor_arguments(&host, 0, host.size(), [&](const at::Tensor& t) -> at::Tensor {
+             if (!t.defined() || t.device().is_cpu()) return t;
+             const size_t k = aliases.size();
+             aliases.push_back(same_as[k] >= 0 ? aliases[same_as[k]] : issued[k].host_alias());
+             return aliases.back();
+           });
+           std::optional<QuietWarnings> quiet;
+           if (warned_at_call) quiet.emplace();
+           run_with_outs_kept(op, f, &host);
+         },
+         std::move(written), parallel);
+}
+
+// Everything else: after the queued work, on the calling thread.
+void run_inline(const c10::OperatorHandle& op, const HostOp& f, torch::jit::Stack* stack,
+                size_t base, size_t num_args, c10::Device device, bool route_results,
+                bool warned_at_call, int64_t list_elements) {
+  const std::string& name = f.name;
+  const auto& schema = op.schema();
+  const c10::ScalarType reduced =
+      route_results ? widen_reduced_precision(name, *f.traits, stack, base, num_args)
+                    : c10::kFloat;
+  wait_for_device(device);
+  Footprint footprint;
+  for_each_charged_tensor(*stack, base, [&](const at::Tensor& t) {
+    if (t.device().is_privateuseone()) footprint.add(t);
+  });
+  {
+    const runtime::metrics::HostTime timed(name, /*lasting=*/true);
+    std::optional<QuietWarnings> quiet;
+    if (warned_at_call) quiet.emplace();
+    run_on_host(op, stack, device, route_results, f.generator, &footprint);
+  }
+  if (f.foreach) footprint.elements = list_elements;
+  charge(name, *f.traits, footprint);
+  if (reduced != c10::kFloat) {
+    const size_t num_returns = schema.returns().size();
+    map_tensor_arguments(stack, stack->size() - num_returns, num_returns,
+                         [&](const at::Tensor& t) {
+                           return t.defined() && t.scalar_type() == c10::kFloat ? t.to(reduced) : t;
+                         });
+  }
+  // (Run on the calling thread in every mode: checked here with TORCHTPU_CHECK_NANS.)
+  if (runtime::check_nans()) {
+    check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
+  }
+}
+
 template <bool route_results>
 class HostKernel final : public c10::OperatorKernel {
  public:
@@ -352,27 +506,9 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
   const auto device = common_device(name, torch::jit::last(*stack, num_args), schema);
   TORCH_INTERNAL_ASSERT(device.has_value(), "host kernel for ", name, " without a TPU tensor");
 
-  if (f.traits->contiguous_operands) {
-    // Inputs (not out= tensors) become contiguous copies, on every path (the functional op runs
-    // inline, its out= overload is enqueued).
-    for (size_t i = 0; i < num_args; ++i) {
-      c10::IValue& v = (*stack)[base + i];
-      if (!v.isTensor() || std::find(f.outs.begin(), f.outs.end(), i) != f.outs.end()) continue;
-      const at::Tensor& t = v.toTensor();
-      if (t.defined() && !t.is_contiguous()) v = t.contiguous();
-    }
-  }
+  if (f.traits->contiguous_operands) contiguous_inputs(f, stack, base, num_args);
 
-  // Called with out= tensors made in C++ (PyTorch's structured functional or in-place wrapper,
-  // which ran the op's meta function and made its warnings at the call), the CPU kernel's
-  // structured wrapper would run that meta function and warn again: its warnings are dropped.
-  bool warned_at_call = !f.outs.empty();
-  for (size_t i : f.outs) {
-    const c10::IValue& v = (*stack)[base + i];
-    if (v.isTensor() && v.toTensor().defined() && from_python(v.toTensor())) warned_at_call = false;
-  }
-  // (Or the call's scratch check made the CPU kernel's warnings: CallChecks.)
-  if (call_warned()) warned_at_call = true;
+  const bool warned_at_call = warnings_made_at_call(f, *stack, base);
 
   // A foreach op is charged over its lists (foreach_elements), counted before they are replaced.
   const int64_t list_elements =
@@ -388,122 +524,10 @@ void HostKernel<route_results>::operator()(const c10::OperatorHandle& op, c10::D
                        (!has_unsigned_operand(op, *stack, base, num_args) ||
                         unsigned_runs_natively(op, *stack, base, num_args));
   if (enqueue) {
-    Footprint footprint;
-    int64_t largest = 0;  // elements of the largest operand (the loops run in parallel above
-                          // kParallelElements)
-    for_each_tensor_argument(*stack, base, num_args, [&](const at::Tensor& t) {
-      if (!t.defined() || t.device().is_cpu()) return;
-      footprint.add(t);
-      largest = std::max<int64_t>(largest, t.numel());
-    });
-    if (f.foreach) footprint.elements = list_elements;
-    charge(name, *f.traits, footprint);
-    const bool parallel = largest >= kParallelElements;
-    // The results are arguments: the stack keeps them, in return order.
-    auto return_arguments = [&] {
-      c10::SmallVector<c10::IValue, 2> results;
-      for (int i : f.returned) results.push_back(std::move((*stack)[base + i]));
-      torch::jit::drop(*stack, num_args);
-      for (auto& r : results) stack->push_back(std::move(r));
-    };
-    // Run at once where the stream is idle: the kernel on host aliases of the arguments.
-    if (launch_here_if_idle(*device, name,
-                            [&] {
-                              torch::jit::Stack host(stack->begin() + base, stack->end());
-                              c10::SmallVector<std::pair<const c10::TensorImpl*, at::Tensor>, 4>
-                                  aliases;  // (a tensor passed twice is one alias)
-                              map_tensor_arguments(
-                                  &host, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
-                                    if (!t.defined() || t.device().is_cpu()) return t;
-                                    for (const auto& [impl, alias] : aliases) {
-                                      if (impl == t.unsafeGetTensorImpl()) return alias;
-                                    }
-                                    aliases.emplace_back(t.unsafeGetTensorImpl(),
-                                                         resizable_host_alias(t));
-                                    return aliases.back().second;
-                                  });
-                              std::optional<QuietWarnings> quiet;
-                              if (warned_at_call) quiet.emplace();
-                              run_with_outs_kept(op, f, &host);
-                            },
-                            parallel)) {
-      return_arguments();
-      return;
-    }
-    // The work keeps the TPU tensors (their storages own the memory) and their geometry of
-    // issue time (as a kernel launch captures its arguments); the stream's worker makes the
-    // host aliases from those, so the issuing thread allocates none.
-    c10::SmallVector<IssuedTensor, 4> issued;
-    // For each issued tensor, the earlier one it is (-1: none): a tensor passed twice is one
-    // alias when the op runs, so the CPU kernel sees an in-place call as in-place.
-    c10::SmallVector<int, 4> same_as;
-    c10::SmallVector<const c10::TensorImpl*, 4> impls;
-    torch::jit::Stack args(stack->begin() + base, stack->end());
-    map_tensor_arguments(&args, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
-      if (!t.defined()) return t;
-      if (t.device().is_cpu()) return t.clone();  // a CPU scalar: its value now
-      const auto first = std::find(impls.begin(), impls.end(), t.unsafeGetTensorImpl());
-      same_as.push_back(first == impls.end() ? -1 : static_cast<int>(first - impls.begin()));
-      impls.push_back(t.unsafeGetTensorImpl());
-      issued.push_back(IssuedTensor::of(t));
-      return t;
-    });
-    std::vector<at::Tensor> written;  // (checked for NaN/Inf with TORCHTPU_CHECK_NANS)
-    if (runtime::check_nans()) {
-      for (int i : f.returned) {
-        if ((*stack)[base + i].isTensor()) written.push_back((*stack)[base + i].toTensor());
-      }
-    }
-    return_arguments();
-    launch(*device, name,
-           [op, &f, args = std::move(args), issued = std::move(issued),
-            same_as = std::move(same_as), warned_at_call,
-            deterministic = DeterministicAlgorithms::Setting::now()]() mutable {
-             const DeterministicAlgorithms scope(deterministic);
-             // (`issued` keeps the TPU tensors' storages; `args` the tensors, released with
-             // this work by a host thread, not here.)
-             torch::jit::Stack host = args;
-             c10::SmallVector<at::Tensor, 4> aliases;
-             map_tensor_arguments(&host, 0, host.size(), [&](const at::Tensor& t) -> at::Tensor {
-               if (!t.defined() || t.device().is_cpu()) return t;
-               const size_t k = aliases.size();
-               aliases.push_back(same_as[k] >= 0 ? aliases[same_as[k]] : issued[k].host_alias());
-               return aliases.back();
-             });
-             std::optional<QuietWarnings> quiet;
-             if (warned_at_call) quiet.emplace();
-             run_with_outs_kept(op, f, &host);
-           },
-           std::move(written), parallel);
+    enqueue_on_stream(op, f, stack, base, num_args, *device, warned_at_call, list_elements);
     return;
   }
-  const c10::ScalarType reduced =
-      route_results ? widen_reduced_precision(name, *f.traits, stack, base, num_args)
-                    : c10::kFloat;
-  wait_for_device(*device);
-  Footprint footprint;
-  for_each_charged_tensor(*stack, base, [&](const at::Tensor& t) {
-    if (t.device().is_privateuseone()) footprint.add(t);
-  });
-  {
-    const runtime::metrics::HostTime timed(name, /*lasting=*/true);
-    std::optional<QuietWarnings> quiet;
-    if (warned_at_call) quiet.emplace();
-    run_on_host(op, stack, *device, route_results, f.generator, &footprint);
-  }
-  if (f.foreach) footprint.elements = list_elements;
-  charge(name, *f.traits, footprint);
-  if (reduced != c10::kFloat) {
-    const size_t num_returns = schema.returns().size();
-    map_tensor_arguments(stack, stack->size() - num_returns, num_returns,
-                         [&](const at::Tensor& t) {
-                           return t.defined() && t.scalar_type() == c10::kFloat ? t.to(reduced) : t;
-                         });
-  }
-  // (Run on the calling thread in every mode: checked here with TORCHTPU_CHECK_NANS.)
-  if (runtime::check_nans()) {
-    check_results(name, tensors_of(*stack, stack->size() - schema.returns().size()));
-  }
+  run_inline(op, f, stack, base, num_args, *device, route_results, warned_at_call, list_elements);
 }
 
 bool has_own_kernel(const c10::OperatorHandle& op) {
