@@ -152,27 +152,12 @@ bool dry_copy(torch::jit::Stack* stack) {
 
 }  // namespace
 
-bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
-                const OpTraits& traits, const std::string& name) {
-  switch (capture) {
-    case Capture::view:
-    case Capture::factory:
-      return false;  // (no device memory touched; a factory gets a dry block)
-    case Capture::host_read:
-      reading_values(name);
-    case Capture::copy:
-      return dry_copy(stack);
-    default:
-      break;
-  }
-  if (name == "aten::resize_") return false;  // (metadata and a dry block)
-  const auto& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  const auto args = torch::jit::last(*stack, num_args);
-  const auto device = common_device(name, args, schema);
-  if (!device) return false;  // no TPU tensor: nothing of the dry run's
-  if (capture == Capture::fallback) note_fallback(name);
+namespace {
 
+// The op's meta kernel on meta copies of the arguments: the results' metadata, or an error that
+// says the op cannot run without values.
+torch::jit::Stack run_meta(const c10::OperatorHandle& op, const std::string& name,
+                           c10::ArrayRef<c10::IValue> args) {
   torch::jit::Stack meta(args.begin(), args.end());
   map_tensor_arguments(&meta, 0, meta.size(), [](const at::Tensor& t) { return to_meta(t); });
   auto cannot_run = [&](const char* why) {
@@ -204,6 +189,53 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
       cannot_run("a dry run does not model quantized or sparse tensors");
     }
   }
+  return meta;
+}
+
+// Charged as its kernel charges it.
+void charge_dry_op(const std::string& name, const OpTraits& traits, Capture capture,
+                   c10::ArrayRef<c10::IValue> args, const std::vector<at::Tensor>& charged,
+                   const std::vector<at::Tensor>& returned) {
+  if (capture == Capture::fallback) {
+    sim::record(name, estimate_fallback_op(charged));
+  } else if (auto e = estimate_mxu_op(name, args, returned)) {
+    sim::record(charge_name(name, traits), *e);
+  } else if (auto r = estimate_random_op(name, args, returned)) {
+    sim::record(name.substr(0, name.find('.')), *r);
+  } else if (traits.random) {
+    static const std::string random = "aten::random";
+    charge_vpu_op(random, op_traits(random), charged);
+  } else {
+    // (A foreach op: one launch over its lists, as strict eager runs it.)
+    charge_vpu_op(charge_name(name, traits), traits, charged,
+                  capture == Capture::foreach ? foreach_elements(args) : 0);
+  }
+}
+
+}  // namespace
+
+bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture capture,
+                const OpTraits& traits, const std::string& name) {
+  switch (capture) {
+    case Capture::view:
+    case Capture::factory:
+      return false;  // (no device memory touched; a factory gets a dry block)
+    case Capture::host_read:
+      reading_values(name);
+    case Capture::copy:
+      return dry_copy(stack);
+    default:
+      break;
+  }
+  if (name == "aten::resize_") return false;  // (metadata and a dry block)
+  const auto& schema = op.schema();
+  const size_t num_args = schema.arguments().size();
+  const auto args = torch::jit::last(*stack, num_args);
+  const auto device = common_device(name, args, schema);
+  if (!device) return false;  // no TPU tensor: nothing of the dry run's
+  if (capture == Capture::fallback) note_fallback(name);
+
+  torch::jit::Stack meta = run_meta(op, name, args);
   TORCH_CHECK(meta.size() == schema.returns().size(), "dry run: '", name, "' returned ",
               meta.size(), " values for ", schema.returns().size(), " returns");
   const std::vector<int> written = returned_arguments(schema);
@@ -247,21 +279,7 @@ bool dry_run_op(const c10::OperatorHandle& op, torch::jit::Stack* stack, Capture
   for (const c10::IValue& r : results) {
     if (r.isTensor()) returned.push_back(r.toTensor());
   }
-  // Charged as its kernel charges it.
-  if (capture == Capture::fallback) {
-    sim::record(name, estimate_fallback_op(charged));
-  } else if (auto e = estimate_mxu_op(name, args, returned)) {
-    sim::record(charge_name(name, traits), *e);
-  } else if (auto r = estimate_random_op(name, args, returned)) {
-    sim::record(name.substr(0, name.find('.')), *r);
-  } else if (traits.random) {
-    static const std::string random = "aten::random";
-    charge_vpu_op(random, op_traits(random), charged);
-  } else {
-    // (A foreach op: one launch over its lists, as strict eager runs it.)
-    charge_vpu_op(charge_name(name, traits), traits, charged,
-                  capture == Capture::foreach ? foreach_elements(args) : 0);
-  }
+  charge_dry_op(name, traits, capture, args, charged, returned);
   TORCHTPU_COUNT("dry_run.ops");
   torch::jit::drop(*stack, num_args);
   for (auto& r : results) stack->push_back(std::move(r));
