@@ -9,6 +9,10 @@ JAX_TPU_INFO = ("https://github.com/jax-ml/jax/blob/1ebd186c6174f43c2853adc2e859
 TOKAMAX_KDA = ("https://github.com/openxla/tokamax/blob/24175b72d30e370fa6d65f3995c84bc162a2481c/"
                "tokamax/_src/ops/experimental/kda/utils.py")
 SCALING_BOOK = "https://jax-ml.github.io/scaling-book/tpus/ (jax-ml/scaling-book tpus.md@54e2c439)"
+PALLAS_MATMUL = ("https://github.com/jax-ml/jax/blob/1082251cde876f91608b403d1995b5e0025f0398/"
+                 "docs/pallas/tpu/matmul.ipynb (docs.jax.dev/en/latest/pallas/tpu/matmul.html)")
+IRONWOOD_MICRO = ("https://github.com/AI-Hypercomputer/accelerator-microbenchmarks/blob/"
+                  "v1.1-legacy/Ironwood/Ironwood_Microbenchmarks_readme.md")
 
 CHIP_FACTS: dict[str, list[dict]] = {
     "v5e": [
@@ -33,6 +37,11 @@ CHIP_FACTS: dict[str, list[dict]] = {
              "generations in the table)"),
         dict(figure="fp8 MXU rate", value=0, unit="not available", source_url=JAX_TPU_INFO,
              quote="TPU_V5E ... fp8_ops_per_second=0,  # Not Available"),
+        dict(figure="large bf16 GEMM, measured", value=181.82317539503744e12,
+             unit="FLOP/s/chip (XLA's jnp.matmul, 8192^3, host-timed: 0.923 of peak)",
+             source_url=PALLAS_MATMUL,
+             quote="----- 8192 x 8192 x 8192 ----- ... Matmul FLOP/s:  181823175395037.44 ... "
+                   "FLOP/s utilization: 92.2960%"),
     ],
     "v5p": [
         dict(figure="peak bf16", value=459e12, unit="FLOP/s/chip", source_url=GCP + "v5p",
@@ -84,6 +93,16 @@ CHIP_FACTS: dict[str, list[dict]] = {
                    'description="TPU v6e (Trillium)"'),
         dict(figure="VPU fp32 rate", value=7.168e12, unit="FLOP/s/chip (= 4096 FLOP/cycle at "
              "1.75 GHz)", source_url=TOKAMAX_KDA, quote="tflops_fp32_1d=7.168"),
+        dict(figure="large bf16 GEMM, measured", value=827.474382048629e12,
+             unit="FLOP/s/chip (8192^3 on a v6e-1, timed from the trace: 0.901 of peak)",
+             source_url=RECIPES + "microbenchmarks/README.md",
+             quote="dtype: bfloat16, matrix dimensions: (8192, 8192, 8192), time taken (median, "
+                   "ms): 1.328756094, TFLOPS: 827.474382048629"),
+        dict(figure="HBM copy bandwidth, measured", value=1359.5960438266143e9,
+             unit="B/s/chip (a 32 MiB copy, reads and writes counted: 0.829 of 1.64e12)",
+             source_url=RECIPES + "microbenchmarks/README.md",
+             quote="Tensor size (bytes): 33554432, time taken (ms, median): 0.049359414, "
+                   "bandwidth (GBps, median): 1359.5960438266143"),
         dict(figure="clock (official docs)", value=None, unit="not stated",
              source_url=GCP + "v6e",
              quote="(no clock figure on the v6e page; MLPerf v4.1 system file "
@@ -107,6 +126,11 @@ CHIP_FACTS: dict[str, list[dict]] = {
              unit="B/s/chip (8 GiB copy on tpu7x-2x2x1; 3.21e12 per core)",
              source_url=RECIPES + "microbenchmarks/ironwood/hbm/hbm.md",
              quote="| 8589934592 | 3210.480912 | 6420.961823 |"),
+        dict(figure="large bf16 GEMM, measured", value=956.3824592e12,
+             unit="FLOP/s per TensorCore (m=n=k=32768; 0.829 of 2307e12 / 2)",
+             source_url=IRONWOOD_MICRO,
+             quote="| 16384 | 950.1286983 | / | 32768 | 956.3824592 | (Throughput "
+                   "TFLOP/s/device, gemm_multiple_run, bfloat16)"),
         dict(figure="ICI", value=9.6e12, unit="bit/s per chip (= 1.2 TB/s)",
              source_url="https://blog.google/products/google-cloud/ironwood-google-tpu-things-to-know",
              quote="Inter-Chip Interconnect (ICI) network operating at 9.6 Tb/s"),

@@ -76,17 +76,25 @@ def _print_info(d: dict) -> None:
                 print(f"  {kk}={vv}")
         else:
             print(f"{k}: {v}")
-    print("chips (public figures; docs/simulated-chip.md):")
+    print("chips (public figures; docs/simulated-chip.md; GEMM and HBM eff.: the fractions of "
+          "the peaks a large GEMM and a large copy reach, which the estimates run at):")
     print(f"  {'chip':<5} {'bf16 TFLOP/s':>12} {'int8 TOP/s':>10} {'fp8':>6} {'HBM':>9} "
-          f"{'HBM TB/s':>8} {'MXU':>9} {'clock':>8} {'VPU TOP/s':>9} {'price/chip-h':>12}")
+          f"{'HBM TB/s':>8} {'MXU':>9} {'clock':>8} {'VPU TOP/s':>9} {'GEMM eff.':>9} "
+          f"{'HBM eff.':>8} {'price/chip-h':>12}")
     for c in d["chips"]:
         price = PRICES_PER_CHIP_HOUR.get(c["name"])
+        facts = {f["figure"]: f for f in c["facts"]}
+        eff = {k: f"{c[k + '_efficiency']:.3f}"
+               + ("*" if facts.get(figure, {}).get("assumed") else " ")
+               for k, figure in (("mxu", "large-GEMM efficiency"), ("hbm", "HBM efficiency"))}
         print(f"  {c['name']:<5} {c['bf16_flops'] / 1e12:>12.0f} {c['int8_ops'] / 1e12:>10.0f} "
               f"{'yes' if c['fp8_ops'] else 'no':>6} {_gib(c['hbm_bytes']):>9} "
               f"{c['hbm_bytes_per_s'] / 1e12:>8.2f} "
               f"{c['mxus_per_core'] * c['tensor_cores']}x{c['mxu_dim']:<5} "
               f"{c['clock_hz'] / 1e9:>5.2f} GHz {c['vpu_ops'] / 1e12:>9.1f} "
+              f"{eff['mxu']:>9} {eff['hbm']:>8} "
               f"{'$%.2f' % price if price else 'n/a':>12}")
+    print("  (* assumed: another chip's measured figure applied; the source below says which)")
     print("each constant and its source ('assumed': no public figure; the assumption and why):")
     for c in d["chips"]:
         print(f"  {c['name']}:")

@@ -119,6 +119,8 @@ py::dict chip_dict(const Chip& c) {
   d["mxu_macs_per_cell"] = c.mxu_macs_per_cell;
   d["vpu_alus"] = c.vpu_alus;
   d["vpu_ops"] = c.vpu_ops();
+  d["mxu_efficiency"] = c.mxu_efficiency;
+  d["hbm_efficiency"] = c.hbm_efficiency;
   py::list facts;
   for (const auto& f : c.facts) {
     py::dict fact;

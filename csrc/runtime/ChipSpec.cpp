@@ -46,6 +46,45 @@ constexpr const char* kTwoMacsAssumption =
     "(equivalently twice the MXU count) so that both the peak and the clock hold (a clock derived "
     "from the peak would be 2x the tuning table's)";
 
+// Achieved rates: the fraction of the peak a large bf16 GEMM reaches and of the HBM bandwidth a
+// large copy reaches, from public microbenchmarks of the real chips (nothing fitted to the
+// calibration set). The cost model runs the MXU at peak x mxu_efficiency and HBM at bandwidth x
+// hbm_efficiency (sim/CostModel.h). Each measured rate is written as published over the peak it
+// is a fraction of.
+constexpr const char* kRecipes = "tpu-recipes (github.com/AI-Hypercomputer/tpu-recipes @c8cfe2f6) ";
+constexpr const char* kDtypes =
+    "; applied to int8 and fp8 matmuls at their peaks too (assumed: no published int8 or fp8 "
+    "GEMM rate)";
+
+void achieved_mxu(ChipSpec& c, double measured, double peak, const std::string& value,
+                  const std::string& source, bool assumed) {
+  c.mxu_efficiency = measured / peak;
+  fact(c, "large-GEMM efficiency", value, source + kDtypes, assumed);
+}
+
+void achieved_hbm(ChipSpec& c, double measured, double peak, const std::string& value,
+                  const std::string& source, bool assumed) {
+  c.hbm_efficiency = measured / peak;
+  fact(c, "HBM efficiency", value, source, assumed);
+}
+
+// v5e: XLA's 8192^3 bf16 matmul in JAX's Pallas matmul guide.
+constexpr double kV5eGemm = 181.82317539503744e12, kV5ePeak = 197e12;
+constexpr const char* kV5eGemmSource =
+    "JAX's Pallas TPU matmul guide, docs/pallas/tpu/matmul.ipynb (github.com/jax-ml/jax "
+    "@1082251c; docs.jax.dev/en/latest/pallas/tpu/matmul.html), run on a v5e: XLA's jnp.matmul "
+    "of 8192^3 bf16, \"Matmul FLOP/s: 181823175395037.44\", \"FLOP/s utilization: 92.2960%\" "
+    "(timed on the host: dispatch included, so a lower bound)";
+// Ironwood's 8 GiB copy: the one published copy rate measured where the rate has levelled off
+// (64 MiB to 8 GiB within 3%).
+constexpr double kV7Copy = 6420.961823e9, kV7Bandwidth = 7.38e12;
+constexpr const char* kV7CopySource =
+    "microbenchmarks/ironwood/hbm/hbm.md, tpu7x-2x2x1: an 8 GiB copy, \"| 8589934592 | "
+    "3210.480912 | 6420.961823 |\" GB/s per TensorCore / per chip, reads and writes counted";
+constexpr const char* kHbmAssumed =
+    "assumed: Ironwood's measured 0.870 applied (no published copy bandwidth for this chip; "
+    "Ironwood's 8 GiB copy, ";
+
 ChipSpec v4() {
   ChipSpec c{"v4", 128, 4, 2, 275e12, 275e12, 32 * GiB, 1.2e12, 16 * MiB, 8, 128,
              "cloud.google.com/tpu/docs/v4"};
@@ -66,6 +105,12 @@ ChipSpec v4() {
   fact(c, "VPU ALUs per lane", "4",
        "assumed: the scaling book's figure for v5 (4 ALUs per lane and sublane); none for v4",
        true);
+  achieved_mxu(c, kV5eGemm, kV5ePeak, "0.923: v5e's",
+               "assumed: v5e's measured 0.923 applied (no published large-GEMM rate for v4; "
+               "v5e's MXUs are the same 128 x 128 arrays): " + std::string(kV5eGemmSource),
+               true);
+  achieved_hbm(c, kV7Copy, kV7Bandwidth, "0.870: Ironwood's",
+               kHbmAssumed + std::string(kRecipes) + kV7CopySource + ")", true);
   return c;
 }
 
@@ -90,6 +135,10 @@ ChipSpec v5e() {
   fact(c, "VPU ALUs per lane", "4",
        std::string(kBook) + ": \"Each (lane, sublane) pair on v5 contains 4 standard "
                             "floating-point ALUs\"");
+  achieved_mxu(c, kV5eGemm, kV5ePeak, "0.923 (181.8 of 197 TFLOP/s, 8192^3 bf16)",
+               kV5eGemmSource, false);
+  achieved_hbm(c, kV7Copy, kV7Bandwidth, "0.870: Ironwood's",
+               kHbmAssumed + std::string(kRecipes) + kV7CopySource + ")", true);
   return c;
 }
 
@@ -113,6 +162,12 @@ ChipSpec v5p() {
   fact(c, "VPU", "8 sublanes x 128 lanes", kJax);
   fact(c, "VPU ALUs per lane", "4",
        std::string(kBook) + ": 8 x 128 x 4 ALUs x 2 cores x 1.75e9 = 1.4e13 FLOP/s");
+  achieved_mxu(c, kV5eGemm, kV5ePeak, "0.923: v5e's",
+               "assumed: v5e's measured 0.923 applied (no published large-GEMM rate for v5p; "
+               "the same TPU v5 generation of 128 x 128 MXUs): " + std::string(kV5eGemmSource),
+               true);
+  achieved_hbm(c, kV7Copy, kV7Bandwidth, "0.870: Ironwood's",
+               kHbmAssumed + std::string(kRecipes) + kV7CopySource + ")", true);
   return c;
 }
 
@@ -135,6 +190,18 @@ ChipSpec v6e() {
   fact(c, "VPU", "8 sublanes x 128 lanes", std::string(kGcp) + "v6e");
   fact(c, "VPU ALUs per lane", "4",
        std::string(kTokamax) + ": tflops_fp32_1d=7.168 = 8 x 128 x 4 x 1.75e9");
+  achieved_mxu(c, 827.474382048629e12, 918e12, "0.901 (827.5 of 918 TFLOP/s, 8192^3 bf16)",
+               std::string(kRecipes) +
+                   "microbenchmarks/README.md, benchmark_matmul.py --dim 8192 8192 8192 on a "
+                   "v6e-1, bf16, timed from the profiler trace: \"TFLOPS: 827.474382048629\"",
+               false);
+  achieved_hbm(c, 1359.5960438266143e9, 1.64e12, "0.829 (1360 of 1640 GB/s, a 32 MiB copy)",
+               std::string(kRecipes) +
+                   "microbenchmarks/README.md, benchmark_hbm.py on a v6e-1: a 32 MiB bf16 copy, "
+                   "\"bandwidth (GBps, median): 1359.5960438266143\", reads and writes counted "
+                   "(the one published size; on Ironwood a 32 MiB copy reaches 0.94 of the 8 GiB "
+                   "rate, so this may understate v6e's large copies)",
+               false);
   return c;
 }
 
@@ -167,6 +234,17 @@ ChipSpec v7() {
   fact(c, "VPU", "8 sublanes x 128 lanes", kJax);
   fact(c, "VPU ALUs per lane", "4",
        std::string(kTokamax) + ": tflops_fp32_1d=9.0112 per TensorCore = 8 x 128 x 4 x 2.2e9");
+  achieved_mxu(c, 956.3824592e12, 2307e12 / 2,
+               "0.829 (956.4 of 1153.5 TFLOP/s per TensorCore, 32768^3 bf16)",
+               "accelerator-microbenchmarks' Ironwood results, "
+               "Ironwood/Ironwood_Microbenchmarks_readme.md, \"Results\", \"GEMM\" "
+               "(github.com/AI-Hypercomputer/accelerator-microbenchmarks @v1.1-legacy; the "
+               "benchmark tpu-recipes' Ironwood matmul recipe runs): gemm_multiple_run, bf16, "
+               "m=n=k=32768: \"956.3824592\" TFLOP/s per device (one TensorCore; peak 2307 / 2); "
+               "16384: 950.1 (0.824)",
+               false);
+  achieved_hbm(c, kV7Copy, kV7Bandwidth, "0.870 (6421 of 7380 GB/s, an 8 GiB copy)",
+               std::string(kRecipes) + kV7CopySource, false);
   return c;
 }
 

@@ -139,6 +139,9 @@ CostModel::CostModel(const runtime::ChipSpec& chip, Options options)
       options_(options) {
   TORCH_CHECK(chip.clock_hz > 0 && chip.vpu_alus > 0 && chip.mxu_macs_per_cell > 0,
               "chip ", chip.name, ": clock, VPU ALUs and MXU multiply-adds per cell must be set");
+  TORCH_CHECK(chip.mxu_efficiency > 0 && chip.mxu_efficiency <= 1 && chip.hbm_efficiency > 0 &&
+                  chip.hbm_efficiency <= 1,
+              "chip ", chip.name, ": the achieved MXU and HBM rates are fractions of the peaks");
 }
 
 int64_t CostModel::tile_cycles(int64_t M, int64_t Nt, int S) {
@@ -212,10 +215,10 @@ Estimate CostModel::price(const Work& w) const {
     e.mxu_flops += 2.0 * m.batch * round_up(m.M, sublanes(m.element_bytes)) *
                    round_up(m.K, S) * round_up(m.N, S) * m.passes;
   }
-  e.mxu_s = cycles / mxu_cycles_per_s_;
+  e.mxu_s = cycles / (mxu_cycles_per_s_ * chip_->mxu_efficiency);
   e.vpu_s = w.vpu_units / vpu_units_per_s();
   e.hbm_bytes = w.hbm_bytes;
-  e.hbm_s = w.hbm_bytes / chip_->hbm_bytes_per_s;
+  e.hbm_s = w.hbm_bytes / (chip_->hbm_bytes_per_s * chip_->hbm_efficiency);
   e.ici_s = ici_seconds(w.collective);
   e.launches = w.launches;
   e.launch_s = double(w.launches) * options_.launch_seconds;

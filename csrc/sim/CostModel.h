@@ -12,7 +12,8 @@
 //   vreg; each TensorCore retires `vpu_alus` vreg operations per cycle (4 ALUs per lane and
 //   sublane) at the chip clock: the chip's published VPU rate (runtime/ChipSpec.cpp).
 // - T_hbm: bytes moved, padded to the (8, 128) memory tiles ((16, 128) for 16-bit, (32, 128) for
-//   8-bit types), at the HBM bandwidth.
+//   8-bit types), at the achieved HBM bandwidth: the published one x hbm_efficiency (what a
+//   large copy reaches on the real chip: runtime/ChipSpec.cpp).
 // - T_launch: a cost per launch (an assumption, not a published figure: 2 us unless
 //   TORCHTPU_LAUNCH_US says otherwise, for every chip or per chip; CostModel::Options).
 // - int8 matmuls run at the chip's int8 rate (v7 has no int8 MXU path: its bf16 rate), fp8 at
@@ -23,10 +24,15 @@
 // Every charge goes through this class: kernels describe a launch (elements, VPU units per vreg,
 // padded bytes, emulated or not, matmul shapes) and the model owns every formula.
 //
-// The MXU's rate is the published bf16 peak: bf16_flops / (2 S^2 x MXUs) row steps per second
+// The MXU's peak is the published bf16 peak: bf16_flops / (2 S^2 x MXUs) row steps per second
 // (each S x S array takes one row of M per step), which is clock x mxu_macs_per_cell within the
-// rounding of the published figures (a test checks it for every chip). The VPU runs at the
-// clock of the chip table, which has its source or assumption next to it.
+// rounding of the published figures (a test checks it for every chip). Matmuls run at the
+// achieved rate, peak x mxu_efficiency: the fraction of its peak a large GEMM reaches on the
+// real chip (a published microbenchmark, or the assumption written next to the constant). The
+// tile model's cycles (padding to S x S tiles and the sublane tile, weight load, fill and drain)
+// are counted as before and all run at that rate, so a large matmul takes work / (peak x
+// efficiency) and a small one keeps its padding and fill on top. The VPU runs at the clock of
+// the chip table, which has its source or assumption next to it.
 #include "runtime/ChipSpec.h"
 
 #include <c10/util/ArrayRef.h>
@@ -132,8 +138,11 @@ class CostModel {
   const c10::SmallVector<int64_t, 3>& topology() const { return options_.topology; }
   const runtime::ChipSpec& chip() const { return *chip_; }
   double clock_hz() const { return clock_hz_; }
-  // MXU row steps per second: the published bf16 peak / (2 S^2 x MXUs).
+  // MXU row steps per second at the published bf16 peak: bf16_flops / (2 S^2 x MXUs).
   double mxu_cycles_per_s() const { return mxu_cycles_per_s_; }
+  // The fractions of the peaks matmuls and HBM traffic run at (runtime/ChipSpec.cpp).
+  double mxu_efficiency() const { return chip_->mxu_efficiency; }
+  double hbm_efficiency() const { return chip_->hbm_efficiency; }
   // VPU vreg operations per second: clock x TensorCores x ALUs per lane.
   double vpu_units_per_s() const { return clock_hz_ * chip_->tensor_cores * chip_->vpu_alus; }
   // The peak rate of a matmul's dtype class on this chip (FLOP/s or OP/s).

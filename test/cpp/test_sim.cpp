@@ -143,29 +143,40 @@ TEST(CostModel, MatmulRooflineOnV5e) {
   const CostModel model(torchtpu::runtime::chip_by_name("v5e"));
   EXPECT_NEAR(model.mxu_cycles_per_s(), 197e12 / (2.0 * 128 * 128 * 4), 1.0);
   EXPECT_DOUBLE_EQ(model.clock_hz(), 1.5e9);
+  // The achieved rate: XLA's 8192^3 bf16 GEMM on a v5e, 181.8 of 197 TFLOP/s (ChipSpec.cpp).
+  EXPECT_NEAR(model.mxu_efficiency(), 0.923, 0.0005);
   const int64_t n = 4096;
   const double bytes = 3 * CostModel::padded_bytes({n, n}, 2);
   const auto e = model.matmul(1, n, n, n, 1, 2, bytes);
-  const double peak_s = 2.0 * n * n * n / 197e12;  // 0.698 ms
-  EXPECT_NEAR(e.mxu_s, peak_s, 0.01 * peak_s);
+  const double achieved_s = 2.0 * n * n * n / (197e12 * model.mxu_efficiency());  // 0.756 ms
+  EXPECT_NEAR(e.mxu_s, achieved_s, 0.01 * achieved_s);
+  EXPECT_GE(e.mxu_s, achieved_s);
+  EXPECT_DOUBLE_EQ(e.peak_s, 2.0 * n * n * n / 197e12);  // 0.698 ms: the time at peak
   EXPECT_STREQ(e.bound(), "mxu");
-  EXPECT_NEAR(e.seconds() * 1e3, 0.70, 0.01);
+  EXPECT_NEAR(e.seconds() * 1e3, 0.76, 0.01);
   // Six passes for float32 at "highest".
-  EXPECT_NEAR(model.matmul(1, n, n, n, 6, 4, 0).mxu_s, 6 * peak_s, 0.06 * peak_s);
+  EXPECT_NEAR(model.matmul(1, n, n, n, 6, 4, 0).mxu_s, 6 * achieved_s, 0.06 * achieved_s);
   // Padding: an 8 x 8 x 8 matmul occupies a whole 128 x 128 weight tile.
   const auto tiny = model.matmul(1, 8, 8, 8, 1, 4, 0);
   EXPECT_EQ(tiny.mxu_flops, 2.0 * 8 * 128 * 128);
   EXPECT_EQ(tiny.flops, 2.0 * 8 * 8 * 8);
 }
 
-TEST(CostModel, EveryChipReachesItsPeakOnLargeMatmuls) {
+// A large matmul runs at the chip's achieved rate (peak x the large-GEMM efficiency of its
+// source: 8192^3 and 32768^3 bf16 GEMMs measured at 0.83-0.92 of peak), within the tile model's
+// 2% of fill and drain.
+TEST(CostModel, EveryChipReachesItsAchievedRateOnLargeMatmuls) {
   for (const auto& chip : torchtpu::runtime::all_chips()) {
     const CostModel model(chip);
+    EXPECT_GT(chip.mxu_efficiency, 0.8) << chip.name;
+    EXPECT_LT(chip.mxu_efficiency, 0.95) << chip.name;
     const int64_t n = 8192;
     const double peak_s = 2.0 * n * n * n / chip.bf16_flops;
+    const double achieved_s = peak_s / chip.mxu_efficiency;
     const auto e = model.matmul(1, n, n, n, 1, 2, 0);
-    EXPECT_NEAR(e.mxu_s, peak_s, 0.02 * peak_s) << chip.name;
-    EXPECT_GE(e.mxu_s, peak_s) << chip.name << ": never faster than peak";
+    EXPECT_NEAR(e.mxu_s, achieved_s, 0.02 * achieved_s) << chip.name;
+    EXPECT_GE(e.mxu_s, achieved_s) << chip.name << ": never faster than the achieved rate";
+    EXPECT_DOUBLE_EQ(e.peak_s, peak_s) << chip.name;
     // A small matmul is far from peak: padding to the MXU width and fill/drain cycles.
     const auto small = model.matmul(1, 8, 64, 64, 1, 2, 0);
     EXPECT_GT(small.mxu_s, 10 * 2.0 * 8 * 64 * 64 / chip.bf16_flops) << chip.name;
@@ -181,13 +192,16 @@ TEST(ChipSpec, ClockAndMxuCountGiveThePublishedPeak) {
     const CostModel model(chip);
     EXPECT_NEAR(model.mxu_cycles_per_s() / (chip.clock_hz * chip.mxu_macs_per_cell), 1.0, 0.01)
         << chip.name;
-    bool clock = false, alus = false;
+    bool clock = false, alus = false, gemm = false, hbm = false;
     for (const auto& f : chip.facts) {
       EXPECT_FALSE(f.source.empty()) << chip.name << " " << f.figure;
       clock |= f.figure == "clock";
       alus |= f.figure == "VPU ALUs per lane";
+      gemm |= f.figure == "large-GEMM efficiency";
+      hbm |= f.figure == "HBM efficiency";
     }
-    EXPECT_TRUE(clock && alus) << chip.name << ": every constant has a source or assumption";
+    EXPECT_TRUE(clock && alus && gemm && hbm)
+        << chip.name << ": every constant has a source or assumption";
   }
   EXPECT_DOUBLE_EQ(torchtpu::runtime::chip_by_name("v6e").clock_hz, 1.75e9);
   EXPECT_DOUBLE_EQ(torchtpu::runtime::chip_by_name("v7").clock_hz, 2.2e9);
@@ -215,7 +229,8 @@ TEST(CostModel, PeakTimeIsTheDtypes) {
   const int64_t n = 4096;
   const auto i8 = v5e.matmul(1, n, n, n, 1, 1, 0, torchtpu::sim::MxuRate::int8);
   EXPECT_NEAR(i8.peak_s, 2.0 * n * n * n / 394e12, 1e-12);
-  EXPECT_NEAR(i8.peak_s / i8.seconds(), 1.0, 0.02);  // (not 2: the int8 peak is the int8 rate)
+  // Not 2: the int8 peak is the int8 rate; the achieved fraction of it, as for bf16.
+  EXPECT_NEAR(i8.peak_s / i8.seconds(), v5e.mxu_efficiency(), 0.02);
   const CostModel v7(torchtpu::runtime::chip_by_name("v7"));
   const auto v7_i8 = v7.matmul(1, n, n, n, 1, 1, 0, torchtpu::sim::MxuRate::int8);
   const auto v7_bf16 = v7.matmul(1, n, n, n, 1, 2, 0);
@@ -230,7 +245,10 @@ TEST(CostModel, ElementwiseAddIsHbmBound) {
   EXPECT_EQ(bytes, 3.0 * n * n * 4);
   const auto e = model.vector(n * n, 1.0, bytes);
   EXPECT_STREQ(e.bound(), "hbm");
-  EXPECT_NEAR(e.hbm_s, 3.0 * n * n * 4 / 819e9, 1e-9);  // 0.246 ms
+  // At the achieved bandwidth: 819 GB/s x 0.870 (Ironwood's measured copy rate, assumed for
+  // v5e: ChipSpec.cpp): 0.283 ms (0.246 ms at the published bandwidth).
+  EXPECT_NEAR(model.hbm_efficiency(), 0.870, 0.0005);
+  EXPECT_NEAR(e.hbm_s, 3.0 * n * n * 4 / (819e9 * model.hbm_efficiency()), 1e-9);
   EXPECT_LT(e.vpu_s, e.hbm_s / 10);
 }
 
@@ -265,7 +283,7 @@ TEST(CostModel, CombinedPartsAreOneLaunch) {
   EXPECT_DOUBLE_EQ(e.vpu_s, mm.vpu_s + epilogue.vpu_s);
   EXPECT_DOUBLE_EQ(e.flops, mm.flops);
   EXPECT_DOUBLE_EQ(e.hbm_bytes, mm.hbm_bytes + epilogue.hbm_bytes - kept);
-  EXPECT_DOUBLE_EQ(e.hbm_s, e.hbm_bytes / 819e9);
+  EXPECT_DOUBLE_EQ(e.hbm_s, e.hbm_bytes / (819e9 * model.hbm_efficiency()));
 }
 
 TEST(CostModel, TilePadding) {

@@ -76,14 +76,18 @@ def test_the_fraction_of_peak_is_against_the_peak_of_the_dtype_that_ran():
     x @ x
     torch.tpu.synchronize()
     bf16 = {c: torchtpu.metrics.estimate(chip=c) for c in ("v5e", "v6e", "v7")}
+    # A large GEMM runs at the chip's achieved rate: its fraction of peak is the large-GEMM
+    # efficiency of the chip's source (0.923 v5e, 0.901 v6e, 0.829 v7), less the tile model's
+    # fill and drain (under 3% at 4096).
+    eff = {c["name"]: c["mxu_efficiency"] for c in torchtpu._C.all_chips()}
     for chip in ("v5e", "v6e"):
         # Regression: 1.99 on v5e (an int8 GEMM over the bf16 peak).
-        assert 0.9 < int8[chip]["fraction_of_peak"] <= 1.0, chip
-        assert 0.9 < bf16[chip]["fraction_of_peak"] <= 1.0, chip
+        assert 0.97 * eff[chip] < int8[chip]["fraction_of_peak"] <= eff[chip], chip
+        assert 0.97 * eff[chip] < bf16[chip]["fraction_of_peak"] <= eff[chip], chip
         assert int8[chip]["mxu_time_s"] == pytest.approx(bf16[chip]["mxu_time_s"] / 2, rel=0.02)
     # v7 has no int8 MXU path (JAX's table: int8 "Not Available"): int8 runs as bf16.
     assert int8["v7"]["mxu_time_s"] == pytest.approx(bf16["v7"]["mxu_time_s"], rel=1e-9)
-    assert 0.9 < int8["v7"]["fraction_of_peak"] <= 1.0
+    assert 0.97 * eff["v7"] < int8["v7"]["fraction_of_peak"] <= eff["v7"]
 
 
 def test_every_chip_constant_has_a_source_or_a_stated_assumption(tmp_path):
@@ -102,6 +106,19 @@ def test_every_chip_constant_has_a_source_or_a_stated_assumption(tmp_path):
         peak = (2 * c["mxus_per_core"] * c["tensor_cores"] * c["mxu_dim"] ** 2
                 * c["mxu_macs_per_cell"] * c["clock_hz"])
         assert peak == pytest.approx(c["bf16_flops"], rel=0.01), name
+    # The achieved rates: measured on v5e, v6e and v7 (the GEMM) and v6e and v7 (the copy),
+    # another chip's measured figure applied elsewhere, said so next to the constant.
+    for name, c in chips.items():
+        figures = {f["figure"]: f for f in c["facts"]}
+        for figure, key, measured in (("large-GEMM efficiency", "mxu_efficiency",
+                                       ("v5e", "v6e", "v7")),
+                                      ("HBM efficiency", "hbm_efficiency", ("v6e", "v7"))):
+            f = figures[figure]
+            assert f["source"] and f["assumed"] == (name not in measured), (name, figure)
+            assert f["value"].startswith(f"{c[key]:.3f}"), (name, figure, f["value"])
+    assert chips["v6e"]["mxu_efficiency"] == pytest.approx(827.474382048629 / 918)
+    assert chips["v7"]["hbm_efficiency"] == pytest.approx(6420.961823 / 7380)
+    assert chips["v5p"]["mxu_efficiency"] == chips["v5e"]["mxu_efficiency"]
     # The 2x between the MXU counts and the clocks of v6e and v7 is an assumption, said so.
     for name in ("v6e", "v7"):
         macs = next(f for f in chips[name]["facts"]
@@ -113,6 +130,8 @@ def test_every_chip_constant_has_a_source_or_a_stated_assumption(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "clock: 1.75 GHz -- tokamax" in proc.stdout
     assert "peak int8: 2307 TOP/s: the bf16 rate -- assumed:" in proc.stdout
+    assert "large-GEMM efficiency: 0.901 (827.5 of 918 TFLOP/s" in proc.stdout
+    assert "HBM efficiency: 0.870: Ironwood's -- assumed: Ironwood's measured 0.870" in proc.stdout
     assert "calibration MAPE" in proc.stdout
 
 

@@ -55,6 +55,11 @@ struct Chip {
   // (1 on the 128 x 128 generations; 2 on v6e and v7, an assumption: ChipSpec.cpp).
   int mxu_macs_per_cell = 1;
   int vpu_alus = 4;        // ALUs per (sublane, lane) of the VPU, one operation per cycle each
+  // Achieved rates, from public microbenchmarks of the real chip (ChipSpec.cpp): the fraction
+  // of its peak a large GEMM reaches, and of its HBM bandwidth a large copy reaches. The cost
+  // model runs the MXU at peak x mxu_efficiency and HBM at bandwidth x hbm_efficiency.
+  double mxu_efficiency = 1.0;
+  double hbm_efficiency = 1.0;
   std::vector<ChipFact> facts;  // each constant above with its source or assumption
   // The VPU's peak rate, operations per second per chip: sublanes x lanes x ALUs x clock x cores.
   double vpu_ops() const {
