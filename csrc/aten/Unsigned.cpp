@@ -120,6 +120,66 @@ bool modular(std::string_view key) {
                               why, " (docs/simulated-chip.md, \"Unsigned integers\")");
 }
 
+// The results' types by PyTorch's rules: the op's meta kernel on meta copies of the arguments.
+std::vector<c10::ScalarType> meta_result_types(const c10::OperatorHandle& op,
+                                               const torch::jit::Stack& stack, size_t base,
+                                               size_t num_args, const std::string& name,
+                                               c10::ScalarType type) {
+  std::vector<c10::ScalarType> result_types;
+  torch::jit::Stack meta(stack.begin() + static_cast<std::ptrdiff_t>(base), stack.end());
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;
+  map_tensor_arguments(&meta, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
+    if (!t.defined() || t.is_meta()) return t;
+    auto it = copies.find(t.unsafeGetTensorImpl());
+    if (it == copies.end()) {
+      it = copies
+               .emplace(t.unsafeGetTensorImpl(),
+                        at::empty_strided(t.sizes(), t.strides(),
+                                          t.options().device(c10::kMeta)))
+               .first;
+    }
+    return it->second;
+  });
+  try {
+    call_meta(op, meta);
+  } catch (const c10::Error& e) {
+    refuse(name, type,
+           "PyTorch's CPU kernel lacks the type and its meta kernel, which gives the result "
+           "types of the int64 run, failed: " + e.msg());
+  }
+  for (const c10::IValue& v : meta) {
+    result_types.push_back(v.isTensor() && v.toTensor().defined() ? v.toTensor().scalar_type()
+                                                                   : c10::ScalarType::Undefined);
+  }
+  return result_types;
+}
+
+// The written arguments get the int64 results back; new results take PyTorch's result types.
+void narrow_results(const c10::FunctionSchema& schema, torch::jit::Stack* stack,
+                    const std::vector<c10::IValue>& original,
+                    const std::vector<c10::ScalarType>& result_types) {
+  const std::vector<int> returned = returned_arguments(schema);
+  const size_t num_returns = schema.returns().size();
+  const size_t first = stack->size() - num_returns;
+  for (size_t r = 0; r < num_returns; ++r) {
+    c10::IValue& slot = (*stack)[first + r];
+    if (!slot.isTensor() || !slot.toTensor().defined()) continue;
+    const at::Tensor result = slot.toTensor();
+    if (r < returned.size() && returned[r] >= 0 && original[returned[r]].isTensor()) {
+      // An argument the op wrote: its int64 copy's values go back into it.
+      const at::Tensor& arg = original[returned[r]].toTensor();
+      if (arg.unsafeGetTensorImpl() != result.unsafeGetTensorImpl()) {
+        if (arg.sizes() != result.sizes()) arg.resize_(result.sizes());
+        arg.copy_(result);
+      }
+      slot = arg;
+      continue;
+    }
+    const c10::ScalarType want = r < result_types.size() ? result_types[r] : c10::ScalarType::Undefined;
+    if (want != c10::ScalarType::Undefined && want != result.scalar_type()) slot = result.to(want);
+  }
+}
+
 void run_widened(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t base,
                  size_t num_args, const std::string& name) {
   const auto& schema = op.schema();
@@ -131,36 +191,8 @@ void run_widened(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t
       type = t.scalar_type();
     }
   });
-  // The results' types by PyTorch's rules: the op's meta kernel on meta copies.
-  std::vector<c10::ScalarType> result_types;
-  {
-    torch::jit::Stack meta(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
-    std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;
-    map_tensor_arguments(&meta, 0, num_args, [&](const at::Tensor& t) -> at::Tensor {
-      if (!t.defined() || t.is_meta()) return t;
-      auto it = copies.find(t.unsafeGetTensorImpl());
-      if (it == copies.end()) {
-        it = copies
-                 .emplace(t.unsafeGetTensorImpl(),
-                          at::empty_strided(t.sizes(), t.strides(),
-                                            t.options().device(c10::kMeta)))
-                 .first;
-      }
-      return it->second;
-    });
-    try {
-      call_meta(op, meta);
-    } catch (const c10::Error& e) {
-      refuse(name, type,
-             "PyTorch's CPU kernel lacks the type and its meta kernel, which gives the result "
-             "types of the int64 run, failed: " + e.msg());
-    }
-    for (const c10::IValue& v : meta) {
-      result_types.push_back(v.isTensor() && v.toTensor().defined() ? v.toTensor().scalar_type()
-                                                                     : c10::ScalarType::Undefined);
-    }
-  }
-  const std::vector<int> returned = returned_arguments(schema);
+  const std::vector<c10::ScalarType> result_types =
+      meta_result_types(op, *stack, base, num_args, name, type);
   // The arguments as they were (written ones get the int64 results back).
   const std::vector<c10::IValue> original(stack->begin() + static_cast<std::ptrdiff_t>(base),
                                           stack->end());
@@ -208,25 +240,7 @@ void run_widened(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t
     refuse(name, type, "PyTorch's CPU kernel has neither this type nor int64: " + e.msg());
   }
   runtime::metrics::count("vpu.widened_to_int64." + name.substr(name.rfind(':') + 1));
-  const size_t num_returns = schema.returns().size();
-  const size_t first = stack->size() - num_returns;
-  for (size_t r = 0; r < num_returns; ++r) {
-    c10::IValue& slot = (*stack)[first + r];
-    if (!slot.isTensor() || !slot.toTensor().defined()) continue;
-    const at::Tensor result = slot.toTensor();
-    if (r < returned.size() && returned[r] >= 0 && original[returned[r]].isTensor()) {
-      // An argument the op wrote: its int64 copy's values go back into it.
-      const at::Tensor& arg = original[returned[r]].toTensor();
-      if (arg.unsafeGetTensorImpl() != result.unsafeGetTensorImpl()) {
-        if (arg.sizes() != result.sizes()) arg.resize_(result.sizes());
-        arg.copy_(result);
-      }
-      slot = arg;
-      continue;
-    }
-    const c10::ScalarType want = r < result_types.size() ? result_types[r] : c10::ScalarType::Undefined;
-    if (want != c10::ScalarType::Undefined && want != result.scalar_type()) slot = result.to(want);
-  }
+  narrow_results(schema, stack, original, result_types);
 }
 
 thread_local bool t_at_once = false;
