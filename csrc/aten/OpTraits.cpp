@@ -109,6 +109,10 @@ constexpr Row kTable[] = {
     {"scatter_reduce", vpu}, {"index_add", vpu}, {"index_copy", vpu}, {"index_fill", vpu},
     {"masked_select", vpu | at_once}, {"masked_scatter", vpu}, {"nonzero", vpu | at_once},
     {"take", vpu}, {"put", vpu}, {"isin", vpu},
+    // (checked at the call, after the work it depends on, with the CPU's message: CUDA's kernel
+    // asserts on the device and the error surfaces later; recorded, an op that writes nothing
+    // would be eliminated as dead in fused eager)
+    {"_assert_async", vpu | at_once},
     // (run at once: PyTorch's meta function sizes offset2bag and max_indices by mode and
     // per-sample weights where the CPU kernel sizes them otherwise)
     {"_embedding_bag", vpu | at_once, 2}, {"_embedding_bag_forward_only", vpu | at_once, 2},
