@@ -10,11 +10,11 @@ on the CPU:
 - 1 rank in TorchTitan's default precision (bfloat16 parameters and activations through
   FSDP2's mixed-precision policy, float32 gradient reduction), from ``--debug.seed 42``: the
   weights drawn on tpu are the CPU's (``-m smoke``);
-- 1 rank in float32 (``--training.mixed-precision-param float32``) in strict and fused eager,
-  and with ``--compile.enable``;
-- 2 ranks with FSDP (``data_parallel_shard_degree=2``), and 2 ranks with tensor parallelism
-  (``tensor_parallel_degree=2``), each against the same on 2 CPU ranks over Gloo (and tensor
-  parallelism's losses against 1 CPU rank), in float32;
+- 1 rank in float32 (``--training.mixed-precision-param float32``) in strict, debug and fused
+  eager, and with ``--compile.enable``;
+- 2 ranks with FSDP (``data_parallel_shard_degree=2``; strict and fused eager), and 2 ranks
+  with tensor parallelism (``tensor_parallel_degree=2``), each against the same on 2 CPU ranks
+  over Gloo (and tensor parallelism's losses against 1 CPU rank), in float32;
 - the variable-length attention configuration (``llama3_debugmodel_varlen_attn``) against
   FlexAttention's document masking on the CPU, in float32;
 - examples/torchtitan_llama3.py on 2 chips.
@@ -157,7 +157,7 @@ def test_one_rank_default_precision_equals_the_cpu(work):
     _compare(tpu, cpu, BFLOAT16_TOL)
 
 
-@pytest.mark.parametrize("mode", ["strict", "fused"])
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_one_rank_float32_equals_the_cpu(work, mode):
     seed = _seed(work)
     cpu = _cpu(work, "f32", FLOAT32 + seed)
@@ -183,12 +183,14 @@ def test_compile_enable_equals_the_cpu(work):
     _compare(tpu, cpu, FLOAT32_TOL)
 
 
-def test_fsdp_two_ranks_equals_gloo_on_the_cpu(work):
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fsdp_two_ranks_equals_gloo_on_the_cpu(work, mode):
     seed = _seed(work)
     args = FLOAT32 + seed + DTENSOR + ["--parallelism.data-parallel-shard-degree", "2"]
     cpu = _cpu(work, "f32-fsdp2", args, nproc=2)
-    tpu = _run(work["tmp"], "tpu-f32-fsdp2", "tpu", work["assets"] + args, nproc=2)
-    _check_tpu(tpu, "strict", world=2)
+    tpu = _run(work["tmp"], f"tpu-f32-fsdp2-{mode}", "tpu", work["assets"] + args, nproc=2,
+               mode=mode)
+    _check_tpu(tpu, mode, world=2)
     assert cpu["backend"] == "gloo"
     coll = tpu["metrics"]["collectives"]
     # FSDP2: parameters all-gathered, gradients reduce-scattered (PREMUL_SUM) on tpu_dist.
