@@ -14,7 +14,8 @@ _get_available_device_type()`` finds the registered PrivateUse1 device) and ``tp
 process group's backend (``Backend.default_device_backend_map``). ``--device cpu`` is the
 reference: TorchTitan has no CPU mode, so the device type it reads at import is made "cpu"
 (gloo then) and ``torch.cpu`` is given the memory queries TorchTitan's memory monitor calls
-(zeros). Only the reference run is patched.
+(zeros), with the FlexAttention and Gloo stand-ins below. Only the reference run is patched,
+but for torch 2.14's ``torch.distributed.set_timeout``, which both runs get on torch 2.13.
 """
 import json
 import os
