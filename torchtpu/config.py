@@ -141,6 +141,10 @@ VARIABLES: tuple[Variable, ...] = (
     # -- distributed
     Variable("TORCHTPU_DIST_CHECK", "flag", "1", "0: collectives of tpu_dist skip the cross-rank "
              "check of shapes and dtypes.", read_by="Python", doc="distributed.md"),
+    Variable("TORCH_TPU_INTERNAL_MATERIALIZE_COLLECTIVE_TENSORS", "choice", "1", "Fused eager: "
+             "0 or false records tpu_dist's all_reduce, all_gather_into_tensor, "
+             "reduce_scatter_tensor and broadcast inside the pending graph; anything else cuts "
+             "the graph at every collective.", _G, read_by="Python", doc="distributed.md"),
     Variable("LOCAL_RANK", "int", "", "The rank on this host (set by torchrun): the tpu device a "
              "process binds to.", "torchrun", read_by="Python", doc="distributed.md"),
     Variable("RANK", "int", "0", "The process's rank (set by torchrun): names each rank's figures "

@@ -20,10 +20,19 @@ Ranks that pass tensors of different shapes or dtypes to a collective would make
 processes; each such collective first compares a small fingerprint of its tensors across ranks
 and raises a ValueError on every rank instead (TORCHTPU_DIST_CHECK=0 skips the check, one small
 all-gather per collective).
+
+In fused eager with Google TorchTPU's ``TORCH_TPU_INTERNAL_MATERIALIZE_COLLECTIVE_TENSORS`` at 0
+or false (or inside an SPMD-safe region, ``spmd_safe``), all_reduce, all_gather_into_tensor,
+reduce_scatter_tensor and broadcast of tpu tensors are recorded into the pending graph as ops of
+their own (``tpu_dist::*``, csrc/aten/Collectives.h), which call Gloo from C++ when the graph
+runs; the ops around them fuse across the collective. Every collective run here on the host first
+runs the recorded ones and waits for them: Gloo pairs the ranks' collectives by their order.
 """
 from __future__ import annotations
 
-import zlib
+import contextvars
+import functools
+import itertools
 from datetime import timedelta
 
 import torch
@@ -49,6 +58,137 @@ BACKEND = "tpu_dist"
 _CHECK = config.value("TORCHTPU_DIST_CHECK") != "0"
 
 
+def _materializes(value: str) -> bool:
+    """TorchTPU's reading of its variable: "0" or "false" (any case) turn the cut off."""
+    return value.strip().lower() not in ("0", "false")
+
+
+# Cut fused eager's graph at every collective (TorchTPU's default), or record them inside it.
+_materialize = _materializes(config.value("TORCH_TPU_INTERNAL_MATERIALIZE_COLLECTIVE_TENSORS"))
+# The depth of SPMD-safe regions entered (and not left) in this context: inside one, collectives
+# are recorded whatever the variable says. A context variable: the thread's, and the backward
+# passes it starts (which run in its context).
+_spmd_depth = contextvars.ContextVar("torchtpu_spmd_safe_depth", default=0)
+_group_ids = itertools.count(1)
+# A recorded collective may not have run yet (recorded, or queued on a stream), and the stream
+# (device index, stream id) those collectives were recorded on.
+_recorded_pending = False
+_recorded_stream = None
+
+
+def materialize_collective_tensors(on: bool | None = None) -> bool:
+    """Whether fused eager's pending graph is cut at every collective (True, the default, as
+    Google TorchTPU's ``TORCH_TPU_INTERNAL_MATERIALIZE_COLLECTIVE_TENSORS``), or collectives are
+    recorded inside it (False: the variable at 0 or false). Sets it when ``on`` is given; returns
+    the setting."""
+    global _materialize
+    if on is not None:
+        _materialize = bool(on)
+    return _materialize
+
+
+def enter_spmd_safe_region() -> None:
+    """Enters an SPMD-safe region (TorchTPU's ``tpu_distributed.enter_spmd_safe_region``): until it
+    is left, collectives are recorded into fused eager's graph as with the variable at 0."""
+    _spmd_depth.set(_spmd_depth.get() + 1)
+
+
+def exit_spmd_safe_region() -> None:
+    """Leaves the SPMD-safe region entered last."""
+    depth = _spmd_depth.get()
+    if depth == 0:
+        raise RuntimeError("exit_spmd_safe_region: no SPMD-safe region was entered")
+    _spmd_depth.set(depth - 1)
+
+
+def is_spmd_safe() -> bool:
+    """Whether the caller is inside an SPMD-safe region."""
+    return _spmd_depth.get() > 0
+
+
+def spmd_safe(func):
+    """Decorator (TorchTPU's ``spmd_safe``): the function runs in an SPMD-safe region, its
+    collectives recorded into fused eager's graph, and the graph is cut where it starts and where
+    it returns when it is given or returns tpu tensors, so that no op outside the function fuses
+    into its graphs. Under torch.compile the function is called as it is (compiled mode:
+    docs/distributed.md)."""
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        if torch.compiler.is_compiling():
+            return func(*args, **kwargs)
+        _cut_if_tpu((args, kwargs))
+        enter_spmd_safe_region()
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            exit_spmd_safe_region()
+        _cut_if_tpu(result)
+        return result
+
+    return run
+
+
+def _cut_if_tpu(tree) -> None:
+    leaves = torch.utils._pytree.tree_leaves(tree)
+    if any(isinstance(t, torch.Tensor) and t.device.type == "tpu" for t in leaves):
+        _C.sync()
+
+
+def _recordable(tensors, reduce_op=None) -> bool:
+    """Whether a collective of these tensors is recorded into fused eager's graph: the variable
+    at 0 (or an SPMD-safe region), fused eager, plain dense contiguous tensors of one tpu device
+    and an arithmetic reduce op (anything else runs on the host as before, raising what it
+    raised where it raised it). Not while a compiled graph is captured as a program: the capture
+    stops at the collective, and the graph runs op by op (docs/distributed.md, "Collectives
+    inside fused eager's graphs")."""
+    if ((_materialize and _spmd_depth.get() == 0) or _C.get_eager_mode() != "fused"
+            or _C.dry_run() or _C.program_capturing()):
+        return False
+    if reduce_op is not None and _op_code(reduce_op) not in _RECORDED_REDUCE_OPS:
+        return False
+    device = tensors[0].device
+    return device.type == "tpu" and all(
+        type(t) in (torch.Tensor, torch.nn.Parameter) and t.device == device
+        and t.layout == torch.strided and t.is_contiguous() for t in tensors)
+
+
+def _run_recorded() -> None:
+    """Before a collective runs on the host: the recorded collectives run first, and the host
+    waits for them (Gloo pairs collectives by their order on each rank)."""
+    global _recorded_pending
+    if _recorded_pending:
+        _recorded_pending = False
+        _C.run_recorded_collectives()
+
+
+def _record_on(device: torch.device) -> None:
+    """Before a collective is recorded on the current stream of `device`: when the collectives
+    recorded before it are on another stream, they run first and the host waits for them. Each
+    stream's worker runs its work in order, but two workers run side by side: collectives on two
+    streams (FSDP2's all-gathers and reduce-scatters) would reach Gloo in either order."""
+    global _recorded_stream
+    where = (device.index, torch.tpu.current_stream(device).stream_id)
+    if _recorded_pending and _recorded_stream != where:
+        _run_recorded()
+    _recorded_stream = where
+
+
+_RECORDED_REDUCE_OPS = frozenset(int(o) for o in (
+    dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN,
+    dist.ReduceOp.MAX, dist.ReduceOp.PREMUL_SUM))
+
+
+@functools.cache
+def _ops():
+    """The recorded collectives' ops (csrc/aten/Collectives.cpp), found once."""
+    return torch.ops.tpu_dist
+
+
+def _op_code(op) -> int:
+    """A ReduceOp (or its RedOpType) as the integer the recorded ops take."""
+    return int(getattr(op, "op", op))
+
+
 def _nbytes(tensors) -> float:
     return float(sum(t.numel() * t.element_size() for t in tensors))
 
@@ -68,17 +208,17 @@ def _views(tensors):
 
 class _InFlight(dist.Work):
     """A collective's Work (Gloo's, or a finished one): waiting for it also makes the current
-    stream wait for the collective in the cost model's clocks (sim/Ledger.h)."""
+    stream wait for the collective in the cost model's clocks (sim/Ledger.h), through `waited`."""
 
-    def __init__(self, work, flight: int):
+    def __init__(self, work, waited):
         super().__init__()
-        self._work, self._flight = work, flight
+        self._work, self._waited = work, waited
 
     def wait(self, timeout=None):
         try:
             return self._work.wait() if timeout is None else self._work.wait(timeout)
         finally:
-            _C.collective_waited(self._flight)
+            self._waited()
 
 
 # The rest of Work's interface answers from the wrapped Work.
@@ -100,6 +240,10 @@ class TpuProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self._gloo = ProcessGroupGloo(store, rank, size, timeout)
         self._rank, self._size = rank, size
+        # The id the recorded collectives and the cross-rank check name the group by.
+        self._id = next(_group_ids)
+        _C.register_collective_group(self._id, self._gloo, _CHECK)
+        self._recorded = 0  # collectives recorded so far (their waits: _recorded_work)
         # What PyTorch asks of a group's per-device backends (bound devices, splitting, the
         # default backend): Gloo's. Collectives themselves come to the methods below.
         self._register_backend(torch.device("tpu"), dist.ProcessGroup.BackendType.CUSTOM,
@@ -120,30 +264,41 @@ class TpuProcessGroup(dist.ProcessGroup):
     def __repr__(self) -> str:
         return f"TpuProcessGroup(rank={self._rank}, size={self._size})"
 
+    def shutdown(self):
+        _run_recorded()  # (destroy_process_group: the recorded collectives run first)
+        return super().shutdown()
+
     # -- helpers
+    @property
+    def _on_host(self):
+        """Gloo, for a collective run now on the host: the recorded collectives run first."""
+        _run_recorded()
+        return self._gloo
+
     def _issued(self, kind: str, nbytes: float, work):
         """Charges a collective to the cost model, on the ICI of the current device and stream
         (compute on other streams overlaps it: sim/Ledger.h). Returns its Work, whose wait()
         makes the current stream wait for it."""
-        return _InFlight(work, _C.charge_collective(kind, float(nbytes), self._size))
+        flight = _C.charge_collective(kind, float(nbytes), self._size)
+        return _InFlight(work, lambda: _C.collective_waited(flight))
+
+    def _recorded_work(self, result):
+        """The Work of a collective just recorded (its kernel charges it when the graph runs):
+        complete, since what reads its results runs after it; its wait() makes the current stream
+        wait for it in the cost model's clocks once it has run."""
+        global _recorded_pending
+        _recorded_pending = True
+        sequence, self._recorded = self._recorded, self._recorded + 1
+        return _InFlight(_done(list(result)),
+                         lambda: _C.recorded_collective_waited(self._id, sequence))
 
     def _check_same(self, kind: str, tensors) -> None:
-        """Raises on every rank when the ranks' tensors differ in shape or dtype."""
+        """Raises on every rank when the ranks' tensors differ in shape or dtype (the recorded
+        collectives make the same check when they run: csrc/aten/Collectives.cpp)."""
         if not _CHECK or self._size == 1:
             return
-        described = [(str(t.dtype), tuple(t.shape)) for t in tensors]
-        # (crc32: Python's own hash of a string differs between processes.)
-        # (On the CPU whatever torch.set_default_device says: it goes to Gloo as it is.)
-        mine = torch.tensor([len(tensors), zlib.crc32(repr(described).encode())],
-                            dtype=torch.int64, device="cpu")
-        everyone = [torch.empty_like(mine) for _ in range(self._size)]
-        self._gloo.allgather([everyone], [mine]).wait()
-        differ = [r for r, fp in enumerate(everyone) if not torch.equal(fp, mine)]
-        if differ:
-            raise ValueError(
-                f"tpu_dist.{kind}: the ranks passed tensors of different shapes or dtypes; "
-                f"rank {self._rank} passed {described}, ranks {differ} passed others. Every "
-                f"rank must pass tensors of the same shapes and dtypes to this collective.")
+        _run_recorded()
+        _C.check_same_across_ranks(self._id, kind, list(tensors))
 
     def _sum_op(self, op):
         """Gloo has neither AVG nor PREMUL_SUM: AVG is a SUM divided by the group size afterwards,
@@ -179,15 +334,31 @@ class TpuProcessGroup(dist.ProcessGroup):
         return self._issued("all_reduce", _nbytes(tensors), work)
 
     def allreduce(self, tensors, opts=AllreduceOptions()):
-        return self._allreduce(self._gloo.allreduce, AllreduceOptions, tensors, opts)
+        if len(tensors) == 1 and _recordable(tensors, opts.reduceOp):
+            (t,) = tensors
+            op, divide, factor = self._sum_op(opts.reduceOp)
+            _record_on(t.device)
+            with torch.no_grad():  # (as Gloo's writes through a view: no autograd)
+                if factor is not None:
+                    t.mul_(factor)
+                _ops().all_reduce_(t, self._id, _op_code(op))
+                if divide:
+                    t.div_(self._size)
+            return self._recorded_work(tensors)
+        return self._allreduce(self._on_host.allreduce, AllreduceOptions, tensors, opts)
 
     def allreduce_coalesced(self, tensors, opts=AllreduceCoalescedOptions()):
-        return self._allreduce(self._gloo.allreduce_coalesced, AllreduceCoalescedOptions,
+        return self._allreduce(self._on_host.allreduce_coalesced, AllreduceCoalescedOptions,
                                tensors, opts)
 
     def broadcast(self, tensors, opts=BroadcastOptions()):
+        if len(tensors) == 1 and _recordable(tensors):
+            _record_on(tensors[0].device)
+            with torch.no_grad():
+                _ops().broadcast_(tensors[0], self._id, opts.rootRank)
+            return self._recorded_work(tensors)
         self._check_same("broadcast", tensors)
-        work = self._gloo.broadcast(_views(tensors), opts)
+        work = self._on_host.broadcast(_views(tensors), opts)
         return self._issued("broadcast", _nbytes(tensors), work)
 
     def reduce(self, tensors, opts=ReduceOptions()):
@@ -199,7 +370,7 @@ class TpuProcessGroup(dist.ProcessGroup):
             scaled = [t * factor for t in tensors]
         o = ReduceOptions()
         o.reduceOp, o.rootRank, o.rootTensor, o.timeout = op, opts.rootRank, opts.rootTensor, opts.timeout
-        work = self._gloo.reduce(_views(tensors if factor is None else scaled), o)
+        work = self._on_host.reduce(_views(tensors if factor is None else scaled), o)
         if factor is not None:
             work.wait()
             if root:
@@ -211,13 +382,19 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def allgather(self, output_tensors, input_tensors, opts=AllgatherOptions()):
         self._check_same("all_gather", list(input_tensors) + [t for o in output_tensors for t in o])
-        work = self._gloo.allgather([_views(o) for o in output_tensors], _views(input_tensors),
-                                    opts)
+        work = self._on_host.allgather([_views(o) for o in output_tensors],
+                                       _views(input_tensors), opts)
         return self._issued("all_gather", _nbytes(input_tensors) * self._size, work)
 
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
+        if (_recordable([output, input]) and output.dtype == input.dtype
+                and output.numel() == input.numel() * self._size):
+            _record_on(output.device)
+            with torch.no_grad():
+                _ops().all_gather_into_tensor_(output, input, self._id)
+            return self._recorded_work([output])
         self._check_same("all_gather_into_tensor", [output, input])
-        work = self._gloo._allgather_base(_view(output), _view(input), opts)
+        work = self._on_host._allgather_base(_view(output), _view(input), opts)
         return self._issued("all_gather", _nbytes([output]), work)
 
     def all_gather_single_coalesced(self, outputs, inputs, opts=AllgatherOptions()):
@@ -236,7 +413,7 @@ class TpuProcessGroup(dist.ProcessGroup):
                 continue
             if factor is not None:
                 whole.mul_(factor)
-            w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
+            w = self._on_host.allreduce([_view(whole)], _allreduce_options(op))
             w.wait()
             out.copy_(whole[self._rank])
             if divide:
@@ -245,10 +422,19 @@ class TpuProcessGroup(dist.ProcessGroup):
                             _done(output_tensors))
 
     def reduce_scatter_single(self, output, input, opts=ReduceScatterOptions()):
-        self._check_same("reduce_scatter_tensor", [output, input])
         op, divide, factor = self._sum_op(opts.reduceOp)
+        if (_recordable([output, input], opts.reduceOp) and output.dtype == input.dtype
+                and input.numel() == output.numel() * self._size):
+            _record_on(output.device)
+            with torch.no_grad():
+                source = input if factor is None else input * factor
+                _ops().reduce_scatter_tensor_(output, source, self._id, _op_code(op))
+                if divide:
+                    output.div_(self._size)
+            return self._recorded_work([output])
+        self._check_same("reduce_scatter_tensor", [output, input])
         whole = input.clone() if factor is None else input * factor
-        w = self._gloo.allreduce([_view(whole)], _allreduce_options(op))
+        w = self._on_host.allreduce([_view(whole)], _allreduce_options(op))
         w.wait()
         chunk = whole.reshape(self._size, -1)[self._rank].reshape(output.shape)
         output.copy_(chunk)
@@ -264,8 +450,8 @@ class TpuProcessGroup(dist.ProcessGroup):
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes,
                           opts=AllToAllOptions()):
-        work = self._gloo.alltoall_base(_view(output), _view(input), output_split_sizes,
-                                        input_split_sizes, opts)
+        work = self._on_host.alltoall_base(_view(output), _view(input), output_split_sizes,
+                                           input_split_sizes, opts)
         return self._issued("all_to_all", _nbytes([input]) * self._size, work)
 
     def alltoall(self, output_tensors, input_tensors, opts=AllToAllOptions()):
@@ -274,9 +460,9 @@ class TpuProcessGroup(dist.ProcessGroup):
         flat_in = torch.cat([t.reshape(-1) for t in input_tensors])
         flat_out = torch.empty(sum(t.numel() for t in output_tensors), dtype=flat_in.dtype,
                                device=flat_in.device)
-        work = self._gloo.alltoall_base(_view(flat_out), _view(flat_in),
-                                        [t.numel() for t in output_tensors],
-                                        [t.numel() for t in input_tensors], opts)
+        work = self._on_host.alltoall_base(_view(flat_out), _view(flat_in),
+                                           [t.numel() for t in output_tensors],
+                                           [t.numel() for t in input_tensors], opts)
         work.wait()
         for t, part in zip(output_tensors, flat_out.split([t.numel() for t in output_tensors]),
                            strict=True):
@@ -285,25 +471,27 @@ class TpuProcessGroup(dist.ProcessGroup):
                             _done(output_tensors))
 
     def gather(self, output_tensors, input_tensors, opts=GatherOptions()):
-        work = self._gloo.gather([_views(o) for o in output_tensors], _views(input_tensors), opts)
+        work = self._on_host.gather([_views(o) for o in output_tensors], _views(input_tensors),
+                                    opts)
         return self._issued("all_gather", _nbytes(input_tensors) * self._size, work)
 
     def scatter(self, output_tensors, input_tensors, opts=ScatterOptions()):
-        work = self._gloo.scatter(_views(output_tensors), [_views(i) for i in input_tensors], opts)
+        work = self._on_host.scatter(_views(output_tensors), [_views(i) for i in input_tensors],
+                                     opts)
         return self._issued("broadcast", _nbytes(output_tensors) * self._size, work)
 
     def barrier(self, opts=BarrierOptions()):
-        return self._issued("barrier", 0.0, self._gloo.barrier(opts))
+        return self._issued("barrier", 0.0, self._on_host.barrier(opts))
 
     def send(self, tensors, dst_rank, tag=0):
-        work = self._gloo.send(_views(tensors), dst_rank, tag)
+        work = self._on_host.send(_views(tensors), dst_rank, tag)
         return self._issued("send_recv", _nbytes(tensors), work)
 
     def recv(self, tensors, src_rank, tag=0):
-        return self._gloo.recv(_views(tensors), src_rank, tag)
+        return self._on_host.recv(_views(tensors), src_rank, tag)
 
     def recv_anysource(self, tensors, tag=0):
-        return self._gloo.recv_anysource(_views(tensors), tag)
+        return self._on_host.recv_anysource(_views(tensors), tag)
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=AllgatherOptions()):
         # output_lists[r][j]: the j-th input of rank r (one list per rank, not per input)

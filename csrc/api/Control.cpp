@@ -1,6 +1,7 @@
 // The bindings' controls (api/Control.h) over the layers below.
 #include "api/Control.h"
 
+#include "aten/Collectives.h"
 #include "aten/DryRun.h"
 #include "aten/Fallback.h"
 #include "defer/Defer.h"
@@ -200,7 +201,7 @@ at::Tensor host_view(const at::Tensor& t) {
   TORCH_CHECK(t.device().is_privateuseone(), "host_view: expected a tpu tensor, got ",
               t.device());
   const c10::DeviceGuard guard(t.device());
-  runtime::materialize_deferred_work(runtime::FlushReason::host_read);
+  runtime::materialize_deferred_work(runtime::FlushReason::collective);
   runtime::synchronize_device(t.device().index());
   aten::check_has_values(t, "A collective");
   if (t.numel() == 0) return at::empty(t.sizes(), t.options().device(at::kCPU));
@@ -210,25 +211,29 @@ at::Tensor host_view(const at::Tensor& t) {
 }
 
 uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips) {
-  static const std::map<std::string, sim::CollectiveKind> kinds = {
-      {"all_reduce", sim::CollectiveKind::all_reduce},
-      {"all_gather", sim::CollectiveKind::all_gather},
-      {"reduce_scatter", sim::CollectiveKind::reduce_scatter},
-      {"all_to_all", sim::CollectiveKind::all_to_all},
-      {"broadcast", sim::CollectiveKind::broadcast},
-      {"reduce", sim::CollectiveKind::reduce},
-      {"send_recv", sim::CollectiveKind::send_recv},
-      {"barrier", sim::CollectiveKind::barrier}};
-  const auto it = kinds.find(kind);
-  TORCH_CHECK(it != kinds.end(), "unknown collective kind '", kind, "'");
-  const sim::Estimate estimate = sim::cost_model().collective(it->second, bytes, chips);
-  sim::record("c10d::" + kind, estimate);
-  runtime::metrics::count("collectives." + kind);
-  runtime::metrics::count("collectives." + kind + "_bytes", static_cast<int64_t>(bytes));
-  return sim::collective_issued(estimate);
+  return aten::charge_collective(kind, bytes, chips);
 }
 
 void collective_waited(uint64_t id) { sim::collective_waited(id); }
+
+void register_collective_group(int64_t id, const c10::intrusive_ptr<c10d::Backend>& backend,
+                               bool check) {
+  aten::register_collective_group(id, backend, check);
+}
+
+void check_same_across_ranks(int64_t group, const std::string& kind,
+                             const std::vector<at::Tensor>& tensors) {
+  aten::check_same(group, kind, tensors);
+}
+
+void recorded_collective_waited(int64_t group, uint64_t sequence) {
+  aten::recorded_collective_waited(group, sequence);
+}
+
+void run_recorded_collectives() {
+  runtime::flush_deferred_work(runtime::FlushReason::collective);
+  for (c10::DeviceIndex i = 0; i < runtime::device_count(); ++i) runtime::synchronize_device(i);
+}
 
 std::map<std::string, double> charge_kernel(const std::string& op,
                                             const std::vector<KernelMatmul>& matmuls,
@@ -405,6 +410,7 @@ CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
 }
 
 void abort_program() { defer::abort_program(); }
+bool capturing_program() { return defer::capturing_program(); }
 
 std::optional<std::vector<at::Tensor>> run_program(const Program& program,
                                                    const std::vector<at::Tensor>& inputs) {

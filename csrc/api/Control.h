@@ -19,6 +19,9 @@
 namespace torchtpu::defer {
 struct Program;
 }
+namespace c10d {
+class Backend;
+}
 
 namespace torchtpu::api {
 
@@ -142,6 +145,7 @@ CapturedProgram end_program(const std::vector<at::Tensor>& inputs,
                             const std::vector<at::Tensor>& outputs, const std::string& name,
                             bool bucket = false, const Program& charged_as = nullptr);
 void abort_program();
+bool capturing_program();  // this thread captures a program now
 std::optional<std::vector<at::Tensor>> run_program(const Program& program,
                                                    const std::vector<at::Tensor>& inputs);
 struct ProgramStats {
@@ -214,6 +218,18 @@ at::Tensor host_view(const at::Tensor& tensor);
 // the current stream wait for it (sim/Ledger.h, "Overlap of communication with compute").
 uint64_t charge_collective(const std::string& kind, double bytes, int64_t chips);
 void collective_waited(uint64_t id);
+// The collectives recorded inside fused eager's graphs (aten/Collectives.h): a process group's
+// Gloo backend under the id its recorded ops take (held weakly); the cross-rank check of the
+// tensors' shapes and dtypes (a ValueError on every rank); Work.wait() of the group's
+// `sequence`-th recorded collective; and what the group does before a collective it runs on the
+// host: the recorded work runs and the host waits for every device (recorded collectives call
+// Gloo first, in program order).
+void register_collective_group(int64_t id, const c10::intrusive_ptr<c10d::Backend>& backend,
+                               bool check);
+void check_same_across_ranks(int64_t group, const std::string& kind,
+                             const std::vector<at::Tensor>& tensors);
+void recorded_collective_waited(int64_t group, uint64_t sequence);
+void run_recorded_collectives();
 
 // Charges one launch of a user's kernel (a Pallas or JAX kernel run through torchtpu.pallas,
 // docs/custom-kernels.md) from what the caller counted: its matmuls (batch, M, K, N, passes,

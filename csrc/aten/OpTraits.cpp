@@ -366,6 +366,12 @@ Registry& registry() {
 
 const OpTraits& op_traits(std::string_view name) {
   static const OpTraits unknown;
+  static const OpTraits collective = [] {
+    OpTraits t;
+    t.collective = true;
+    return t;
+  }();
+  if (name.substr(0, 10) == "tpu_dist::") return collective;
   const Registry& r = registry();
   auto it = r.traits.find(op_key(name));
   return it == r.traits.end() ? unknown : it->second;

@@ -68,9 +68,14 @@ struct OpTraits {
   bool divides_integers = false;    // raises on an integer division by zero (checks values)
   bool takes_cpu_indices = false;   // CPU index tensors in a list are allowed (advanced indexing)
   bool integer_operands = false;    // an MXU op on int8 operands (int32 results), not floating point
+  // A collective of a process group (the ops of the namespace tpu_dist, aten/Collectives.h): a
+  // side effect every rank runs in one order, so fused eager never eliminates or fuses it and
+  // runs it in program order with the other ops that are not fused.
+  bool collective = false;
 };
 
-// The traits of an op, by any spelling of its name ("aten::gelu.out", "gelu_", "gelu").
+// The traits of an op, by any spelling of its name ("aten::gelu.out", "gelu_", "gelu"); every op
+// of the namespace tpu_dist ("tpu_dist::all_reduce_") is a collective.
 const OpTraits& op_traits(std::string_view name);
 
 // Where torchtpu's traits disagree with PyTorch's tags, and why (for the test and the docs).

@@ -91,7 +91,8 @@ struct Node {
   c10::StreamId stream = 0;        // the current stream of `device` when the op was recorded
   bool elementwise = false;        // fusable: results have `shape`, operands broadcast to it
   // The op can raise on the values it reads (an index out of range, an integer division by
-  // zero): never eliminated, so that fused eager reports what strict eager reports.
+  // zero): never eliminated, so that fused eager reports what strict eager reports. Also set for
+  // the ops that must run whatever reads their results: random ops (in programs) and collectives.
   bool checks_values = false;
   // The CPU kernel's warnings of the call were made at the call (aten::call_warned()): the op
   // runs with warnings dropped.

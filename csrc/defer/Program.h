@@ -52,6 +52,8 @@ Captured end_program(const std::vector<at::Tensor>& inputs,
                      bool bucket = false, const Program* charged_as = nullptr);
 // Ends the capture after an error inside the graph: what was recorded runs as in fused eager.
 void abort_program();
+// Whether this thread captures a program now (until the capture ends or fails).
+bool capturing_program();
 
 // Replays `program` on `inputs`: its outputs, or nullopt when the inputs do not match the
 // inputs it was captured with (sizes, strides, offsets, dtypes, devices, aliasing) or the

@@ -70,6 +70,8 @@ void fold_or_fail(State& s, const c10::OperatorHandle& op, const torch::jit::Sta
   }
 }
 
+bool capturing_program() { return t_capturing; }
+
 bool begin_program(const std::vector<at::Tensor>& inputs) {
   State& s = state();
   if (t_capturing) return false;

@@ -337,11 +337,16 @@ void record(State& s, const c10::OperatorHandle& op, torch::jit::Stack* stack, C
 
   classify_elementwise(s, node, traits);
   node.checks_values = checks_values(schema, ranges, node.operands, traits);
-  if (traits.random) {
-    // (Recorded only into programs.) Its draws advance the generator: it always runs, through
-    // its kernel, in program order with the other random ops.
+  if (traits.random || traits.collective) {
+    // A random op (recorded only into programs): its draws advance the generator. A collective:
+    // every rank runs it, in one order. Either always runs, through its kernel, in program order
+    // with the other ops of its kind (regions that are not fused run in the order recorded).
     node.checks_values = true;
     node.elementwise = false;
+  }
+  if (traits.collective) {
+    static const runtime::metrics::Counter collectives("defer.collectives_recorded");
+    collectives.add();
   }
   // (A program being captured is one graph, whatever repeats in it.)
   const bool repeats = s.repeated_ops != RepeatedOps::off && !s.capture.active &&

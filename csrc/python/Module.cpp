@@ -9,6 +9,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
@@ -449,6 +450,22 @@ PYBIND11_MODULE(_C, m) {
     return api::charge_collective(kind, bytes, chips);
   });
   m.def("collective_waited", [](uint64_t id) { api::collective_waited(id); });
+  // (torch's pybind caster of c10d's classes: the ProcessGroupGloo object as its Backend)
+  m.def("register_collective_group", [](int64_t id, py::object backend, bool check) {
+    api::register_collective_group(id, backend.cast<c10::intrusive_ptr<c10d::Backend>>(), check);
+  });
+  m.def("check_same_across_ranks", [](int64_t group, const std::string& kind,
+                                      const std::vector<at::Tensor>& tensors) {
+    py::gil_scoped_release no_gil;  // (waits for the other ranks)
+    api::check_same_across_ranks(group, kind, tensors);
+  });
+  m.def("recorded_collective_waited",
+        [](int64_t group, uint64_t sequence) { api::recorded_collective_waited(group, sequence); });
+  m.def("program_capturing", [] { return api::capturing_program(); });
+  m.def("run_recorded_collectives", [] {
+    py::gil_scoped_release no_gil;
+    api::run_recorded_collectives();
+  });
   m.def("charge_kernel", [](const std::string& op, const std::vector<std::vector<int64_t>>& mms,
                             double vpu_units, double hbm_bytes) {
     std::vector<api::KernelMatmul> matmuls;

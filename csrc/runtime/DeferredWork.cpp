@@ -7,7 +7,7 @@
 namespace torchtpu::runtime {
 namespace {
 
-constexpr std::array<FlushPolicy, 24> kPolicies = {{
+constexpr std::array<FlushPolicy, 25> kPolicies = {{
     {"host read", false, true},
     {"host-to-device copy", false, false},
     {"random op", true, false},
@@ -31,6 +31,7 @@ constexpr std::array<FlushPolicy, 24> kPolicies = {{
     {"stream synchronize", false, true},
     {"stream change", false, false},
     {"event record", false, false},
+    {"collective", false, true},
     {"compiled graph", false, false},
 }};
 static_assert(kPolicies.size() == static_cast<size_t>(FlushReason::compiled_graph) + 1,

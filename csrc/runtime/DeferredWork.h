@@ -38,6 +38,9 @@ enum class FlushReason : uint8_t {
   stream_synchronize,
   stream_change,
   event_record,
+  // a collective the process group runs on the host (torchtpu/distributed.py): its tensors'
+  // values, and every collective recorded before it run first (Gloo pairs collectives by order)
+  collective,
   // a compiled graph runs as one program after the eager work recorded before it
   compiled_graph,
 };

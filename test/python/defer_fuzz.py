@@ -4,7 +4,10 @@ views, in-place updates on bases and views, foreach ops (in-place updates of lis
 as an optimizer's step makes, and functional ones), broadcasting, non-contiguous
 inputs, mixed dtypes, random ops (dropout, bernoulli_, randperm, randn on the device) interleaved
 with draws from the CPU generator, torch.save/torch.load and copy.deepcopy of tensors not computed
-yet, and errors raised inside the graph (an index out of range) run on the CPU and on "tpu" in
+yet, collectives of a one-rank "tpu_dist" group (recorded into fused eager's graphs, as with
+TORCH_TPU_INTERNAL_MATERIALIZE_COLLECTIVE_TENSORS=0: their results feed the ops after them, so one
+run out of order or dropped shows), and errors raised inside the graph (an index out of range) run
+on the CPU and on "tpu" in
 debug, strict and fused eager (in fused eager also three times in a row, as a loop whose body
 loop detection finds); every value, every error and every host read of the program must match
 the CPU's.
@@ -57,7 +60,9 @@ BINARY = ["add", "sub", "mul", "maximum", "where_gt", "div_safe"]
 TERNARY = ["lerp_small", "lerp_large", "addcmul", "addcdiv_safe"]
 # gen_program's `foreach` turns some in-place steps into in-place foreach updates of a list of
 # pool tensors (an optimizer's step: one launch in strict eager, its per-tensor ops in fused
-# eager) and some unary steps into functional foreach ops, by a generator of their own.
+# eager) and some unary steps into functional foreach ops, by a generator of their own;
+# `collective` some scalar steps into collectives (left out of threaded programs: a group's
+# collectives are in one order, the program's, whichever thread issues them).
 
 
 KINDS = ["unary", "binary", "scalar", "reduce", "matmul", "view", "inplace", "inplace_view", "cast",
@@ -71,7 +76,8 @@ SHARED_STATE_KINDS = ("dropout", "random", "host_random", "error")
 
 
 def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, attention: bool = True,
-                empty: bool = True, ternary: bool = True, foreach: bool = True):
+                empty: bool = True, ternary: bool = True, foreach: bool = True,
+                collective: bool = True):
     """`attention`: the steps added since the first regression seeds were found: some matmul
     steps become scaled-dot-product attention and some cast steps a detour through complex128
     (16-byte values inside fused regions), each chosen by a generator of its own so that the
@@ -118,7 +124,59 @@ def gen_program(seed: int, length: int = 12, shared_state_ops: bool = True, atte
         for st in steps:
             if st["kind"] in ("inplace", "unary") and side.random() < 0.3:
                 st["kind"] = "foreach_" + st["kind"]
+    if collective and shared_state_ops:
+        side = random.Random(seed * 7919 + 5)
+        for st in steps:
+            if st["kind"] == "scalar" and side.random() < 0.4:
+                st["kind"] = "collective"
     return inputs, steps
+
+
+_GROUP = []
+
+
+def one_rank_group():
+    """A "tpu_dist" process group of this process alone (made once, not the default group): its
+    collectives give every value back (AVG divides by 1), on the CPU through Gloo as they are."""
+    if not _GROUP:
+        from datetime import timedelta
+
+        import torch.distributed as dist
+        from torchtpu.distributed import TpuProcessGroup
+        _GROUP.append(TpuProcessGroup(dist.HashStore(), 0, 1, timedelta(seconds=120)))
+    return _GROUP[0]
+
+
+def collective(x, st):
+    """A collective of the one-rank group on a value made from x; fused eager records it."""
+    import torch.distributed as dist
+    from torch._C._distributed_c10d import (AllreduceOptions, BroadcastOptions,
+                                            ReduceScatterOptions)
+    from torchtpu import distributed as tpu_dist
+
+    group, r = one_rank_group(), st["r"]
+    y = (x * st["s"]).contiguous()
+    previous = tpu_dist.materialize_collective_tensors(False)
+    try:
+        if r < 0.4:  # in place: max, avg (a division by 1) or premul_sum (a product first)
+            o = AllreduceOptions()
+            o.reduceOp = (dist.ReduceOp.MAX if r < 0.15 else dist.ReduceOp.AVG if r < 0.3
+                          else dist._make_nccl_premul_sum(0.5))
+            group.allreduce([y], o).wait()
+            return y
+        if r < 0.8:  # into a fresh tensor, which the ops after it read
+            out = torch.empty(y.numel(), device=y.device)
+            if r < 0.6:
+                group.all_gather_single(out, y.reshape(-1)).wait()
+            else:
+                o = ReduceScatterOptions()
+                o.reduceOp = dist.ReduceOp.AVG
+                group.reduce_scatter_single(out, y.reshape(-1), o).wait()
+            return out.reshape(y.shape) + 1
+        group.broadcast([y], BroadcastOptions()).wait()
+        return y
+    finally:
+        tpu_dist.materialize_collective_tensors(previous)
 
 
 def unary(op, x):
@@ -208,6 +266,8 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
             pool.append(binary(st["op"], x, y) if broadcastable(x, y) else unary("relu", x))
         elif kind == "scalar":
             pool.append(x * st["s"] + (st["s"] / 3))
+        elif kind == "collective":
+            pool.append(collective(x, st))
         elif kind == "reduce":
             if x.dim() == 0:
                 pool.append(x + 1)
@@ -327,11 +387,11 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
           attention: bool = True, empty: bool = True, ternary: bool = True,
-          foreach: bool = True) -> str | None:
+          foreach: bool = True, collective: bool = True) -> str | None:
     """Runs program `seed` on CPU and on tpu in each mode; returns a description of the first
     mismatch, or None."""
     program = gen_program(seed, length, attention=attention, empty=empty, ternary=ternary,
-                          foreach=foreach)
+                          foreach=foreach, collective=collective)
     if show:
         for s in program[1]:
             print(s)
@@ -437,8 +497,10 @@ def check_compiled(seed: int, modes=("strict", "fused"), length: int = 12,
     dynamic=True, so every size is symbolic and each graph is first priced at its bucket's sizes
     (docs/compiled-mode.md, "Buckets": a capture on padded copies of the inputs), which must
     change nothing the program computes or writes."""
-    # (ternary=False, foreach=False: the programs the compiled regression seeds were found with)
-    inputs, steps = gen_program(seed, length, empty=False, ternary=False, foreach=False)
+    # (ternary=False, foreach=False, collective=False: the programs the compiled regression
+    # seeds were found with)
+    inputs, steps = gen_program(seed, length, empty=False, ternary=False, foreach=False,
+                                collective=False)
     steps = [st for st in steps if st["kind"] not in COMPILED_EXCLUDED_KINDS]
     # The in-place op between in-place metadata changes (inplace_view, r < 0.25) takes another
     # variant: PyTorch's own aot_eager on the CPU computes other values than eager for it (seed

@@ -347,10 +347,11 @@ REGRESSION_SEEDS = [624, 1704]
 @pytest.mark.parametrize("seed", list(range(40)) + REGRESSION_SEEDS)
 def test_fuzzer_programs_match_cpu_in_every_mode(seed):
     # (the regression seeds' programs are those they were found with: no attention steps, no
-    # empty inputs, no foreach steps)
+    # empty inputs, no foreach steps, no collectives)
     found_before = seed in REGRESSION_SEEDS
     assert defer_fuzz.check(seed, length=16, attention=not found_before, empty=not found_before,
-                            ternary=not found_before, foreach=not found_before) is None
+                            ternary=not found_before, foreach=not found_before,
+                            collective=not found_before) is None
 
 
 @pytest.mark.parametrize("seed", range(20))
