@@ -78,12 +78,6 @@ void charge_recorded(int64_t group, const std::string& kind, double bytes, int64
   if (sequence >= kFlightsKept) entry.flights.erase(sequence - kFlightsKept);
 }
 
-// Waits for Gloo to finish a collective (the other ranks' calls too): without the GIL, should
-// the thread running it hold it (docs/design.md, "Threads, waits and interrupts").
-void wait(const c10::intrusive_ptr<c10d::Work>& work) {
-  runtime::without_gil([&] { work->wait(); });
-}
-
 // ---------------------------------------------------------------------------------------------
 // The cross-rank check
 
@@ -110,7 +104,7 @@ void check_same_on(c10d::Backend& backend, const std::string& kind,
   std::vector<std::vector<at::Tensor>> everyone(1);
   for (int r = 0; r < size; ++r) everyone[0].push_back(at::empty({2}, at::kLong));
   std::vector<at::Tensor> in{mine};
-  wait(backend.allgather(everyone, in));
+  backend.allgather(everyone, in)->wait();
   std::vector<int64_t> differ;
   for (int r = 0; r < size; ++r) {
     const int64_t* theirs = everyone[0][r].data_ptr<int64_t>();
@@ -156,18 +150,36 @@ c10d::ReduceOp gloo_op(int64_t op) {
   return c10d::ReduceOp(type);
 }
 
+// Launches a recorded collective's device work on the stream: the cross-rank check of `checked`,
+// then `call` (Gloo's calls and waits), without the GIL should the thread that runs it hold it
+// (a synchronization runs queued work on the issuing thread): Gloo's threads take the GIL to
+// release the Python tensors of collectives the group ran on the host, holding the lock that
+// every new Gloo call takes.
+template <typename F>
+void launch_collective(const at::Tensor& written, const char* op, const Held& g, const char* kind,
+                       std::vector<at::Tensor> checked, F call) {
+  launch(written.device(), op,
+         [g, kind, checked = std::move(checked), call = std::move(call), written]() mutable {
+           runtime::without_gil([&] {
+             if (g.check) check_same_on(*g.backend, kind, checked);
+             call();
+           });
+         },
+         {written});
+}
+
 at::Tensor& all_reduce_(at::Tensor& self, int64_t group, int64_t op) {
   const Held g = hold(group);
   const c10d::ReduceOp reduce = gloo_op(op);
   check_operand(self, kAllReduce);
   charge_recorded(group, "all_reduce", bytes_of(self), g.backend->getSize());
-  launch(self.device(), kAllReduce, [g, reduce, self, alias = host_alias(self)] {
-    if (g.check) check_same_on(*g.backend, "all_reduce", {alias});
+  const at::Tensor alias = host_alias(self);
+  launch_collective(self, kAllReduce, g, "all_reduce", {alias}, [g, reduce, alias] {
     std::vector<at::Tensor> tensors{alias};
     c10d::AllreduceOptions options;
     options.reduceOp = reduce;
-    wait(g.backend->allreduce(tensors, options));
-  }, {self});
+    g.backend->allreduce(tensors, options)->wait();
+  });
   return self;
 }
 
@@ -180,12 +192,11 @@ at::Tensor& all_gather_into_tensor_(at::Tensor& output, const at::Tensor& input,
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size && output.dtype() == input.dtype(),
                     kAllGather, ": the output must hold the group's ", size, " inputs");
   charge_recorded(group, "all_gather", bytes_of(output), size);
-  launch(output.device(), kAllGather,
-         [g, output, input, out = host_alias(output), in = host_alias(input)]() mutable {
-           if (g.check) check_same_on(*g.backend, "all_gather_into_tensor", {out, in});
-           wait(g.backend->_allgather_base(out, in));
-         },
-         {output});
+  at::Tensor out = host_alias(output), in = host_alias(input);  // (Gloo takes them non-const)
+  launch_collective(output, kAllGather, g, "all_gather_into_tensor", {out, in},
+                    [g, out, in, input]() mutable {
+                      g.backend->_allgather_base(out, in)->wait();
+                    });
   return output;
 }
 
@@ -201,16 +212,16 @@ at::Tensor& reduce_scatter_tensor_(at::Tensor& output, const at::Tensor& input, 
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size && output.dtype() == input.dtype(),
                     kReduceScatter, ": the input must hold the group's ", size, " outputs");
   charge_recorded(group, "reduce_scatter", bytes_of(input), size);
-  launch(output.device(), kReduceScatter,
-         [g, reduce, size, output, input, out = host_alias(output), in = host_alias(input)] {
-           if (g.check) check_same_on(*g.backend, "reduce_scatter_tensor", {out, in});
-           std::vector<at::Tensor> whole{in.clone()};
-           c10d::AllreduceOptions options;
-           options.reduceOp = reduce;
-           wait(g.backend->allreduce(whole, options));
-           out.copy_(whole[0].reshape({size, -1})[g.backend->getRank()].reshape(out.sizes()));
-         },
-         {output});
+  const at::Tensor out = host_alias(output), in = host_alias(input);
+  launch_collective(output, kReduceScatter, g, "reduce_scatter_tensor", {out, in},
+                    [g, reduce, size, out, in, input] {
+                      std::vector<at::Tensor> whole{in.clone()};
+                      c10d::AllreduceOptions options;
+                      options.reduceOp = reduce;
+                      g.backend->allreduce(whole, options)->wait();
+                      const int64_t rank = g.backend->getRank();
+                      out.copy_(whole[0].reshape({size, -1})[rank].reshape(out.sizes()));
+                    });
   return output;
 }
 
@@ -218,13 +229,13 @@ at::Tensor& broadcast_(at::Tensor& self, int64_t group, int64_t root) {
   const Held g = hold(group);
   check_operand(self, kBroadcast);
   charge_recorded(group, "broadcast", bytes_of(self), g.backend->getSize());
-  launch(self.device(), kBroadcast, [g, root, self, alias = host_alias(self)] {
-    if (g.check) check_same_on(*g.backend, "broadcast", {alias});
+  const at::Tensor alias = host_alias(self);
+  launch_collective(self, kBroadcast, g, "broadcast", {alias}, [g, root, alias] {
     std::vector<at::Tensor> tensors{alias};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    wait(g.backend->broadcast(tensors, options));
-  }, {self});
+    g.backend->broadcast(tensors, options)->wait();
+  });
   return self;
 }
 
