@@ -12,21 +12,15 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${TORCHTPU_RL_VENV:-build/venv-rl}
 PACKAGES=("trl==1.16.0" "torchao==0.18.0" "lightning==2.6.6")
-PYTEST_ARGS=()
-for a in "$@"; do
-  if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
-done
 start=$(date +%s)
 
 source scripts/lib/library_venv.sh
+library_pytest_args "$@"
 make_library_venv test_ecosystem.sh "$VENV" "import trl, torchao, datasets, lightning" \
   "${PACKAGES[@]}"
 case $? in
   0) ;;
-  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"; exit $? ;;
+  2) run_library_tests test_ecosystem.sh "$PYTHON" test/ecosystem ;;
   *) exit 1 ;;
 esac
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider test/ecosystem "${PYTEST_ARGS[@]}"
-rc=$?
-echo "test_ecosystem.sh: exit $rc in $(( $(date +%s) - start )) s"
-exit $rc
+run_library_tests test_ecosystem.sh "$VENV/bin/python" test/ecosystem

@@ -10,17 +10,14 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${TORCHTPU_RAY_VENV:-build/venv-ray}
 RAY_VERSION=2.60.0
-PYTEST_ARGS=()
-for a in "$@"; do
-  if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
-done
 start=$(date +%s)
 
 source scripts/lib/library_venv.sh
+library_pytest_args "$@"
 make_library_venv test_ray.sh "$VENV" "import ray.train.torch" "ray[train]==$RAY_VERSION"
 case $? in
   0) ;;
-  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/ray "${PYTEST_ARGS[@]}"; exit $? ;;
+  2) run_library_tests test_ray.sh "$PYTHON" test/ray ;;
   *) exit 1 ;;
 esac
 # Ray Train finds TorchTPU as the module torch_tpu: torchtpu's TorchTPU-compatible package,
@@ -29,7 +26,4 @@ if ! "$VENV/bin/python" -c "import torch_tpu._loader" 2>/dev/null; then
   echo "test_ray.sh: torch_tpu is not importable in $VENV:" \
        "pip install --no-build-isolation --no-deps -e ."; exit 1
 fi
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider test/ray "${PYTEST_ARGS[@]}"
-rc=$?
-echo "test_ray.sh: exit $rc in $(( $(date +%s) - start )) s"
-exit $rc
+run_library_tests test_ray.sh "$VENV/bin/python" test/ray

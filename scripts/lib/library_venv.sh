@@ -1,6 +1,6 @@
-# The library tiers' virtual environment (sourced by scripts/test_vllm.sh, test_ray.sh,
-# test_ecosystem.sh): a library that would change the main environment lives in a venv under
-# build/ that sees the main environment's packages (torch and torchtpu among them) and keeps the
+# The library tiers' virtual environment and test run (sourced by scripts/test_vllm.sh,
+# test_ray.sh, test_ecosystem.sh, test_torchtitan.sh): a library that would change the main
+# environment lives in a venv under build/ that sees the main environment's packages (torch and torchtpu among them) and keeps the
 # library and what it pulls inside.
 #
 #   make_library_venv TIER VENV CHECK_IMPORT PACKAGE...
@@ -30,4 +30,26 @@ make_library_venv() {
     return 1
   fi
   "$venv/bin/pip" install -q -c "$venv/constraints.txt" "$@" || return 1
+}
+
+# The tier's pytest arguments in PYTEST_ARGS: --smoke becomes `-m smoke` (the short cases), every
+# other argument goes to pytest as it is.
+library_pytest_args() {
+  PYTEST_ARGS=()
+  local a
+  for a in "$@"; do
+    if [ "$a" = "--smoke" ]; then PYTEST_ARGS+=(-m smoke); else PYTEST_ARGS+=("$a"); fi
+  done
+}
+
+#   run_library_tests TIER PYTHON TEST_DIR
+#
+# runs TEST_DIR's tests with PYTHON and PYTEST_ARGS, says how long the tier took (since $start)
+# and exits with pytest's status.
+run_library_tests() {
+  local tier=$1 python=$2 dir=$3
+  "$python" -m pytest -q -p no:cacheprovider "$dir" "${PYTEST_ARGS[@]}"
+  local rc=$?
+  echo "$tier: exit $rc in $(( $(date +%s) - start )) s"
+  exit $rc
 }
