@@ -1,7 +1,7 @@
 # The library tiers' virtual environment and test run (sourced by scripts/test_vllm.sh,
 # test_ray.sh, test_ecosystem.sh, test_torchtitan.sh): a library that would change the main
-# environment lives in a venv under build/ that sees the main environment's packages (torch and torchtpu among them) and keeps the
-# library and what it pulls inside.
+# environment lives in a venv under build/ that sees the main environment's packages (torch and
+# torchtpu among them) and keeps the library and what it pulls inside.
 #
 #   make_library_venv TIER VENV CHECK_IMPORT PACKAGE...
 #
