@@ -502,6 +502,50 @@ Verdict cpu_kernel_check(const c10::OperatorHandle& op, const Stack& stack, size
   return Verdict::passed;
 }
 
+// The op's meta kernel on meta copies of the call's arguments (one copy per distinct tensor, as
+// in cpu_kernel_check); its out= arguments' meta copies in *meta_outs, in checks.outs' order.
+// Refused when the meta kernel threw (or there is none).
+Verdict meta_kernel_check(const c10::OperatorHandle& op, const CallChecks& checks,
+                          const Stack& stack, size_t num_args, std::vector<at::Tensor>* meta_outs) {
+  static runtime::metrics::Counter checked("calls.meta_checks");
+  checked.add();
+  Stack meta(stack.end() - num_args, stack.end());
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;
+  map_tensor_arguments(&meta, 0, meta.size(), [&](const at::Tensor& t) {
+    if (!t.defined()) return to_meta(t);
+    auto copy = copies.find(t.unsafeGetTensorImpl());
+    if (copy == copies.end()) copy = copies.emplace(t.unsafeGetTensorImpl(), to_meta(t)).first;
+    return copy->second;
+  });
+  for (uint8_t i : checks.outs) {
+    meta_outs->push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
+  }
+  try {
+    call_meta(op, meta);
+    return Verdict::passed;
+  } catch (const std::exception&) {
+    // (Meta kernels may be Python: a Ctrl-C met there is the program's, not the call's.)
+    if (runtime::stops_program(std::current_exception())) throw;
+    return Verdict::refused;
+  }
+}
+
+// The call's device out= tensors given the meta kernel's geometry where their shape differs
+// (the meta function warned as the CPU warns). True when one was resized.
+bool resize_outs(const CallChecks& checks, Stack& stack, size_t base,
+                 const std::vector<at::Tensor>& meta_outs) {
+  bool resized = false;
+  for (size_t k = 0; k < checks.outs.size(); ++k) {
+    const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
+    const at::Tensor& m = meta_outs[k];
+    if (!on_device(out) || !m.defined() || m.sizes() == out->sizes()) continue;
+    out->resize_(m.sizes());
+    if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
+    resized = true;
+  }
+  return resized;
+}
+
 // The op's meta kernel run on meta copies of the arguments, once per call signature and thread:
 // the CPU kernel's argument checks (dtypes of out= and in-place results, shapes, scalar
 // conversions the meta function makes) at the call. False when it refused the arguments.
@@ -572,50 +616,22 @@ bool meta_check(const c10::OperatorHandle& op, const CallChecks& checks, Stack& 
   // The meta kernel: its checks (where the CPU kernel did not check) and the out= shapes.
   const bool meta_checks = later && checks.meta && cpu == Verdict::not_run;
   std::vector<at::Tensor> meta_outs;
-  bool sized = false;
+  Verdict meta = Verdict::not_run;
   if (meta_checks || resize) {
-    static runtime::metrics::Counter checked("calls.meta_checks");
-    checked.add();
-    Stack meta(stack.end() - num_args, stack.end());
-    std::unordered_map<const c10::TensorImpl*, at::Tensor> copies;  // (as in cpu_kernel_check)
-    map_tensor_arguments(&meta, 0, meta.size(), [&](const at::Tensor& t) {
-      if (!t.defined()) return to_meta(t);
-      auto copy = copies.find(t.unsafeGetTensorImpl());
-      if (copy == copies.end()) copy = copies.emplace(t.unsafeGetTensorImpl(), to_meta(t)).first;
-      return copy->second;
-    });
-    for (uint8_t i : checks.outs) {
-      meta_outs.push_back(meta[i].isTensor() ? meta[i].toTensor() : at::Tensor());
+    meta = meta_kernel_check(op, checks, stack, num_args, &meta_outs);
+    if (meta == Verdict::refused && meta_checks) {
+      static runtime::metrics::Counter refused("calls.meta_refused");
+      refused.add();
+      return false;  // (not remembered: the call runs at once, and its kernel decides)
     }
-    try {
-      call_meta(op, meta);
-      sized = true;
-    } catch (const std::exception&) {
-      // (Meta kernels may be Python: a Ctrl-C met there is the program's, not the call's.)
-      if (runtime::stops_program(std::current_exception())) throw;
-      if (meta_checks) {
-        static runtime::metrics::Counter refused("calls.meta_refused");
-        refused.add();
-        return false;  // (not remembered: the call runs at once, and its kernel decides)
-      }
-      // No meta kernel, or debug eager, where the kernel runs now with the CPU's messages.
-    }
+    // (Refused without checks to make: no meta kernel, or debug eager, where the kernel runs
+    // now with the CPU's messages.)
   }
+  const bool sized = meta == Verdict::passed;
   // The CPU kernel's warnings, as the call's (where the meta kernel sized out= tensors, it made
   // them already: the same structured meta function).
   if (!(resize && sized)) warn_again(warnings);
-  bool resized = false;
-  if (resize && sized) {
-    for (size_t k = 0; k < checks.outs.size(); ++k) {
-      const at::Tensor* out = tensor_at(stack, base, checks.outs[k]);
-      const at::Tensor& m = meta_outs[k];
-      if (!on_device(out) || !m.defined() || m.sizes() == out->sizes()) continue;
-      // (The meta function warned as the CPU warns; the out= tensor takes the CPU's geometry.)
-      out->resize_(m.sizes());
-      if (m.strides() != out->strides()) out->as_strided_(m.sizes(), m.strides());
-      resized = true;
-    }
-  }
+  const bool resized = resize && sized && resize_outs(checks, stack, base, meta_outs);
   // (A call that resized is not remembered: the same call again warns again, as on the CPU.)
   if (!resized) remember();
   return true;

@@ -212,7 +212,8 @@ std::string python_location() {
   return user_line_of(std::move(found));
 }
 
-// Rule 1 of host waits (docs/design.md, "Host waits"): a thread holding the GIL releases it while it waits for a lock.
+// Rule 1 of host waits (docs/design.md, "Threads, waits and interrupts"): a thread holding the
+// GIL releases it while it waits for a lock.
 void run_without_gil(void (*fn)(void*), void* context) {
   if (Py_IsInitialized() && PyGILState_Check()) {
     py::gil_scoped_release no_gil;
@@ -254,9 +255,9 @@ bool python_stops_program(std::exception_ptr p) {
   }
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_C, m) {
+// The host hooks libtorchtpu calls into Python through (api::HostHooks; docs/design.md, "Threads,
+// waits and interrupts"), and the translation of errors that carry a Python exception.
+void install_python_hooks() {
   g_main_thread = std::this_thread::get_id();
   api::HostHooks hooks;
   hooks.location = &python_location;
@@ -274,8 +275,10 @@ PYBIND11_MODULE(_C, m) {
       e.restore();  // (a translator sets the Python error and returns)
     }
   });
-  m.doc() = "torchtpu native bindings";
+}
 
+// The devices, their chips and the device module's lazy initialization.
+void bind_device(py::module_& m) {
   m.def("_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
@@ -305,7 +308,10 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("hbm_capacity_bytes", [] { return hbm_capacity_bytes(); });
   m.def("empty_cache_device", [](int index) { api::empty_cache(index); });
+}
 
+// Eager modes, checks and the interruption of queued work.
+void bind_modes(py::module_& m) {
   m.def("set_eager_mode", [](const std::string& mode) {
     py::gil_scoped_release no_gil;  // (leaving fused eager runs what it recorded)
     set_eager_mode(mode);
@@ -331,6 +337,10 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     return api::cancel_queued_work();
   });
+}
+
+// Fused eager: the pending graph, the plan cache and the recorder's settings.
+void bind_defer(py::module_& m) {
   m.def("defer_pending_ops", [] { return api::pending_ops(); });
   m.def("defer_is_pending", [](const at::Tensor& t) { return api::is_pending(t); });
   m.def("defer_cache_entries", [] { return api::plan_cache_entries(); });
@@ -412,7 +422,10 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       py::arg("tensors"), py::arg("labelled") = std::vector<at::Tensor>());
+}
 
+// Matmul precision and the simulated clock.
+void bind_precision(py::module_& m) {
   m.def("set_precision_override",
         [](std::optional<std::string> name) { api::set_precision_override(name); });
   m.def("get_precision_override", [] { return api::precision_override(); });
@@ -429,6 +442,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("highest_algorithm", [] { return api::highest_algorithm(); });
   m.def("clock_hz", [] { return api::clock_hz(); });
   m.def("launch_seconds", [] { return api::launch_seconds(); });
+}
+
+// Device and host memory, events and dry runs.
+void bind_memory(py::module_& m) {
   m.def("record_memory_history", [](bool on, size_t max_entries) {
     if (on) torch::installCapturedTracebackPython();  // (once is enough; idempotent)
     api::record_memory_history(on, max_entries);
@@ -446,6 +463,15 @@ PYBIND11_MODULE(_C, m) {
     const c10::Event& b = reinterpret_cast<THPEvent*>(end.ptr())->event;
     return a.elapsedTime(b);
   });
+  m.def("swap_memory", [](const at::Tensor& a, const at::Tensor& b) { api::swap_memory(a, b); });
+  m.def("host_memory_stats", [] { return api::host_memory_stats(); });
+  m.def("reset_host_memory_stats", [](bool peak) { api::reset_host_memory_stats(peak); });
+  m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
+  m.def("dry_run", [] { return api::dry_run(); });
+}
+
+// Collectives: charging, recording and the cross-rank checks of tpu_dist.
+void bind_collectives(py::module_& m) {
   m.def("charge_collective", [](const std::string& kind, double bytes, int64_t chips) {
     return api::charge_collective(kind, bytes, chips);
   });
@@ -466,6 +492,10 @@ PYBIND11_MODULE(_C, m) {
     py::gil_scoped_release no_gil;
     api::run_recorded_collectives();
   });
+}
+
+// Kernels charged from Python and the pricing of a run on another chip.
+void bind_pricing(py::module_& m) {
   m.def("charge_kernel", [](const std::string& op, const std::vector<std::vector<int64_t>>& mms,
                             double vpu_units, double hbm_bytes) {
     std::vector<api::KernelMatmul> matmuls;
@@ -476,11 +506,6 @@ PYBIND11_MODULE(_C, m) {
     }
     return api::charge_kernel(op, matmuls, vpu_units, hbm_bytes);
   });
-  m.def("swap_memory", [](const at::Tensor& a, const at::Tensor& b) { api::swap_memory(a, b); });
-  m.def("host_memory_stats", [] { return api::host_memory_stats(); });
-  m.def("reset_host_memory_stats", [](bool peak) { api::reset_host_memory_stats(peak); });
-  m.def("set_dry_run", [](bool on) { api::set_dry_run(on); });
-  m.def("dry_run", [] { return api::dry_run(); });
   m.def("price_run", [](const std::string& chip, double launch_us) {
     const api::PricedRun r = api::price_run(chip, launch_us);
     py::dict d;
@@ -511,11 +536,24 @@ PYBIND11_MODULE(_C, m) {
     d["device_seconds"] = r.device_seconds;
     return d;
   });
+}
 
+// Metrics and the CPU fallback's mode.
+void bind_metrics(py::module_& m) {
   m.def("metrics_snapshot", [](const std::string& category) { return api::metrics(category); });
   m.def("metrics_reset", [] { reset_metrics(); });
   m.def("metrics_count", [](const std::string& name, int64_t delta) { api::count(name, delta); });
+  m.def("set_fallback_mode", [](const std::string& mode) {
+    if (!api::set_fallback_mode(mode)) {
+      throw py::value_error("fallback mode must be 'warn', 'error' or 'silent', not '" + mode +
+                            "'");
+    }
+  });
+  m.def("get_fallback_mode", [] { return api::fallback_mode(); });
+}
 
+// Compiled programs: capture, replay and their statistics.
+void bind_programs(py::module_& m) {
   py::class_<ProgramRef>(m, "Program");
   m.def("program_begin",
         [](const py::sequence& inputs) { return api::begin_program(tensors_of(inputs)); });
@@ -577,14 +615,22 @@ PYBIND11_MODULE(_C, m) {
     d["ir"] = st.ir;
     return d;
   });
+}
 
-  m.def("set_fallback_mode", [](const std::string& mode) {
-    if (!api::set_fallback_mode(mode)) {
-      throw py::value_error("fallback mode must be 'warn', 'error' or 'silent', not '" + mode +
-                            "'");
-    }
-  });
-  m.def("get_fallback_mode", [] { return api::fallback_mode(); });
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  install_python_hooks();
+  m.doc() = "torchtpu native bindings";
+  bind_device(m);
+  bind_modes(m);
+  bind_defer(m);
+  bind_precision(m);
+  bind_memory(m);
+  bind_collectives(m);
+  bind_pricing(m);
+  bind_metrics(m);
+  bind_programs(m);
 }
 
 }  // namespace torchtpu::python
