@@ -23,6 +23,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -292,32 +293,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # Main
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    # Keep stdout and the stderr progress bar in order when both go to the same log file.
-    sys.stdout.reconfigure(line_buffering=True)
-    device = torch.device(args.device)
-    on_tpu = device.type == "tpu"
+@dataclass
+class Training:
+    """What the training loop leaves for the report."""
+    losses: list[float] = field(default_factory=list)
+    train_seconds: float = 0.0   # host time spent in training steps only
+    sample_seconds: float = 0.0  # host time spent generating samples
+    wall_seconds: float = 0.0
+    sample: str = ""
 
-    # Device setup, then a clean slate for the counters and the peak-memory figures.
+
+PROMPT = "The "
+
+
+def set_up_device(args: argparse.Namespace) -> torch.device:
+    """Device setup, then a clean slate for the counters and the peak-memory figures."""
+    device = torch.device(args.device)
     torchtpu.set_fallback_mode(args.fallback)
     torch.manual_seed(args.seed)
-    if on_tpu:
+    if device.type == "tpu":
         torch.tpu.set_device(device)
     torchtpu.metrics.reset()
-    if on_tpu:
+    if device.type == "tpu":
         torch.tpu.reset_peak_memory_stats(device)
+    return device
 
-    text, sources = load_corpus(REPO_ROOT)
-    dataset = CharDataset(text, args.context, args.seed)
-    print(f"corpus: {len(text):,} characters from {len(sources)} file(s), vocabulary {dataset.vocab_size}")
-    for path in sources:
-        print(f"  {path.resolve()}")
 
+def build_model(args: argparse.Namespace, dataset: CharDataset, device: torch.device,
+                compiled: bool):
+    """The model, its optimizer, and the forward and optimizer step the loop calls (compiled
+    with --compile on tpu); prints what was built."""
     model = CharTransformer(dataset.vocab_size, args.d_model, args.layers, args.heads, args.context)
     model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    compiled = args.compile and on_tpu
     # (capturable: the step counts stay on the device, so the whole update is one graph)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01,
                                   capturable=compiled)
@@ -331,11 +339,12 @@ def main(argv: list[str] | None = None) -> int:
           f"AdamW lr {args.lr}, fallback mode {torchtpu.get_fallback_mode()!r}")
     # A freshly initialized model predicts nearly uniformly, so its loss is near ln(vocab).
     print(f"(loss of a uniform guess: ln({dataset.vocab_size}) = {math.log(dataset.vocab_size):.4f})")
+    return model, optimizer, forward, optimizer_step, n_params
 
-    prompt = "The "
-    losses: list[float] = []
-    train_seconds = 0.0   # host time spent in training steps only
-    sample_seconds = 0.0  # host time spent generating samples
+
+def train(args, dataset, model, optimizer, forward, optimizer_step, device) -> Training | None:
+    """The training loop, a sample every --sample-every steps; None if the loss is not finite."""
+    run = Training()
     bar = ProgressBar(args.steps)
     wall_start = time.perf_counter()
 
@@ -349,65 +358,69 @@ def main(argv: list[str] | None = None) -> int:
         loss.backward()
         optimizer_step()
         loss_value = loss.item()  # copies one number to the host, which also waits for the step
-        train_seconds += time.perf_counter() - t0
+        run.train_seconds += time.perf_counter() - t0
 
-        losses.append(loss_value)
+        run.losses.append(loss_value)
         if not math.isfinite(loss_value):
             bar.pause()
             print(f"error: loss is {loss_value} at step {step}", file=sys.stderr)
-            return 1
+            return None
         bar.update(step, loss_value)
 
         if step % args.sample_every == 0 or step == args.steps:
             t0 = time.perf_counter()
-            sample = generate(model, dataset, prompt, args.sample_chars, device, seed=args.seed)
-            sample_seconds += time.perf_counter() - t0
+            run.sample = generate(model, dataset, PROMPT, args.sample_chars, device, seed=args.seed)
+            run.sample_seconds += time.perf_counter() - t0
             bar.pause()
-            print(f"step {step:>4} sample: {prompt + sample!r}")
+            print(f"step {step:>4} sample: {PROMPT + run.sample!r}")
 
-    if on_tpu:
+    if device.type == "tpu":
         torch.tpu.synchronize(device)
-    wall_seconds = time.perf_counter() - wall_start
+    run.wall_seconds = time.perf_counter() - wall_start
     bar.pause()
+    return run
 
-    # ------------------------------------------------------------------ the report
-    # Average the first and last few steps; the two windows never overlap (hence steps // 2).
+
+def loss_windows(losses: list[float]) -> tuple[int, float, float]:
+    """The window and the average loss of the first and last steps. The two windows never
+    overlap (hence steps // 2)."""
     window = max(1, min(LOSS_WINDOW, len(losses) // 2))
-    first_avg = sum(losses[:window]) / window
-    last_avg = sum(losses[-window:]) / window
-    loss_decreased = last_avg < first_avg
-    native, fallback, counters = (torchtpu.metrics.native_ops(), torchtpu.metrics.fallbacks(),
-                                  torchtpu.metrics.counters())
+    return window, sum(losses[:window]) / window, sum(losses[-window:]) / window
 
-    report: dict = {
+
+def report_of(args, device, run: Training, n_params: int, dataset: CharDataset,
+              corpus_chars: int) -> dict:
+    """The report's figures known after training (the chip, compiled, memory and estimate
+    sections are added as they are printed)."""
+    window, first_avg, last_avg = loss_windows(run.losses)
+    losses = run.losses
+    return {
         "device": str(device),
         "steps": args.steps,
         "tokens_per_step": args.batch_size * args.context,
         "parameters": n_params,
         "vocab_size": dataset.vocab_size,
-        "corpus_chars": len(text),
+        "corpus_chars": corpus_chars,
         "config": {k: v for k, v in vars(args).items() if k != "json"},
         "loss": {
             "first": losses[0], "last": losses[-1],
             f"first_{window}_avg": first_avg, f"last_{window}_avg": last_avg,
-            "decreased": loss_decreased, "history": losses,
+            "decreased": last_avg < first_avg, "history": losses,
         },
         "host_time": {
-            "wall_s": wall_seconds, "train_s": train_seconds, "sample_s": sample_seconds,
-            "steps_per_s": args.steps / train_seconds,
-            "tokens_per_s": args.steps * args.batch_size * args.context / train_seconds,
+            "wall_s": run.wall_seconds, "train_s": run.train_seconds,
+            "sample_s": run.sample_seconds, "steps_per_s": args.steps / run.train_seconds,
+            "tokens_per_s": args.steps * args.batch_size * args.context / run.train_seconds,
         },
-        "native_ops": native,
-        "fallbacks": fallback,
-        "counters": counters,
-        "final_sample": prompt + sample,
+        "native_ops": torchtpu.metrics.native_ops(),
+        "fallbacks": torchtpu.metrics.fallbacks(),
+        "counters": torchtpu.metrics.counters(),
+        "final_sample": PROMPT + run.sample,
     }
 
-    rule = "=" * 72
-    print(rule)
-    print("torchtpu training report")
-    print(rule)
-    if on_tpu:
+
+def print_device(report: dict, device: torch.device) -> None:
+    if device.type == "tpu":
         props = torch.tpu.get_device_properties(device)
         report["chip"] = {
             "name": props.name, "chip": props.chip, "total_memory": props.total_memory,
@@ -422,49 +435,100 @@ def main(argv: list[str] | None = None) -> int:
         print(f"devices:             {torch.tpu.device_count()}")
     else:
         print(f"device:              {device} (not a TPU: no chip or HBM figures)")
-    print(f"model parameters:    {n_params:,}")
-    if compiled:
-        c = torchtpu.metrics.compiled()
-        report["compiled"] = {k: c[k] for k in ("dynamo_graphs", "graphs", "programs",
-                                                "program_runs", "runs_op_by_op", "compile_s")}
-        print(f"compiled:            {c['dynamo_graphs']} Dynamo graphs, {c['programs']} programs "
-              f"run {c['program_runs']} times without per-op dispatch, {c['runs_op_by_op']} "
-              f"graph calls op by op, {c['compile_s']:.1f} s in the backend")
+
+
+def print_compiled(report: dict) -> None:
+    c = torchtpu.metrics.compiled()
+    report["compiled"] = {k: c[k] for k in ("dynamo_graphs", "graphs", "programs",
+                                            "program_runs", "runs_op_by_op", "compile_s")}
+    print(f"compiled:            {c['dynamo_graphs']} Dynamo graphs, {c['programs']} programs "
+          f"run {c['program_runs']} times without per-op dispatch, {c['runs_op_by_op']} "
+          f"graph calls op by op, {c['compile_s']:.1f} s in the backend")
+
+
+def print_steps_and_time(args, run: Training, report: dict) -> None:
+    window, first_avg, last_avg = loss_windows(run.losses)
     print(f"steps:               {args.steps}")
     print(f"tokens per step:     {args.batch_size * args.context:,} "
           f"({args.batch_size} sequences x {args.context} characters)")
-    print(f"loss at start:       {losses[0]:.4f}  (first {window} steps avg {first_avg:.4f})")
-    print(f"loss at end:         {losses[-1]:.4f}  (last {window} steps avg {last_avg:.4f})")
-    print(f"host wall time:      {wall_seconds:.1f} s total, {train_seconds:.1f} s training, "
-          f"{sample_seconds:.1f} s sampling (measured on the host)")
-    print(f"throughput:          {args.steps / train_seconds:.2f} steps/s, "
+    print(f"loss at start:       {run.losses[0]:.4f}  (first {window} steps avg {first_avg:.4f})")
+    print(f"loss at end:         {run.losses[-1]:.4f}  (last {window} steps avg {last_avg:.4f})")
+    print(f"host wall time:      {run.wall_seconds:.1f} s total, {run.train_seconds:.1f} s "
+          f"training, {run.sample_seconds:.1f} s sampling (measured on the host)")
+    print(f"throughput:          {args.steps / run.train_seconds:.2f} steps/s, "
           f"{report['host_time']['tokens_per_s']:,.0f} tokens/s (measured on the host)")
-    if on_tpu:
-        peak = torch.tpu.max_memory_allocated(device)
-        reserved = torch.tpu.memory_reserved(device)
-        peak_reserved = torch.tpu.max_memory_reserved(device)
-        report["memory"] = {"peak_allocated": peak, "reserved": reserved, "peak_reserved": peak_reserved}
-        print(f"peak HBM allocated:  {fmt_bytes(peak)}")
-        print(f"HBM reserved:        {fmt_bytes(reserved)} now, {fmt_bytes(peak_reserved)} at peak")
 
+
+def print_memory(report: dict, device: torch.device) -> None:
+    peak = torch.tpu.max_memory_allocated(device)
+    reserved = torch.tpu.memory_reserved(device)
+    peak_reserved = torch.tpu.max_memory_reserved(device)
+    report["memory"] = {"peak_allocated": peak, "reserved": reserved, "peak_reserved": peak_reserved}
+    print(f"peak HBM allocated:  {fmt_bytes(peak)}")
+    print(f"HBM reserved:        {fmt_bytes(reserved)} now, {fmt_bytes(peak_reserved)} at peak")
+
+
+def print_ops_and_estimate(args, report: dict, device: torch.device) -> None:
+    native, fallback = report["native_ops"], report["fallbacks"]
     total_native, total_fallback = sum(native.values()), sum(fallback.values())
     total_ops = total_native + total_fallback
     share = 100.0 * total_fallback / total_ops if total_ops else 0.0
     print(f"native TPU ops:      {total_native:,} calls of {len(native)} kinds")
     print(f"CPU fallbacks:       {total_fallback:,} calls of {len(fallback)} kinds "
           f"({share:.1f}% of op calls)")
-    if on_tpu:
+    if device.type == "tpu":
         est = torchtpu.metrics.estimate()
         report["estimate"] = est
         print(f"estimated TPU time:  {est['device_time_s'] * 1e3:.1f} ms in {est['launches']:,} "
               f"launches, {est['device_time_s'] * 1e3 / args.steps:.3f} ms per step on "
               f"{est['chip']} (cost model, not measured; includes sampling)")
+
+
+def print_report(args, device, run: Training, report: dict, compiled: bool, n_params: int) -> bool:
+    """Prints the report (filling its device sections in) and the verdict; whether the loss
+    decreased."""
+    rule = "=" * 72
+    print(rule)
+    print("torchtpu training report")
+    print(rule)
+    print_device(report, device)
+    print(f"model parameters:    {n_params:,}")
+    if compiled:
+        print_compiled(report)
+    print_steps_and_time(args, run, report)
+    if device.type == "tpu":
+        print_memory(report, device)
+    print_ops_and_estimate(args, report, device)
     print(rule)
     print(torchtpu.metrics.report(limit=10))
     print(rule)
-    verdict = "OK: the loss decreased" if loss_decreased else "FAIL: the loss did not decrease"
+    _, first_avg, last_avg = loss_windows(run.losses)
+    decreased = last_avg < first_avg
+    verdict = "OK: the loss decreased" if decreased else "FAIL: the loss did not decrease"
     print(f"{verdict} ({first_avg:.4f} -> {last_avg:.4f})")
+    return decreased
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Keep stdout and the stderr progress bar in order when both go to the same log file.
+    sys.stdout.reconfigure(line_buffering=True)
+    device = set_up_device(args)
+
+    text, sources = load_corpus(REPO_ROOT)
+    dataset = CharDataset(text, args.context, args.seed)
+    print(f"corpus: {len(text):,} characters from {len(sources)} file(s), vocabulary {dataset.vocab_size}")
+    for path in sources:
+        print(f"  {path.resolve()}")
+
+    compiled = args.compile and device.type == "tpu"
+    model, optimizer, forward, optimizer_step, n_params = build_model(args, dataset, device, compiled)
+    run = train(args, dataset, model, optimizer, forward, optimizer_step, device)
+    if run is None:
+        return 1
+
+    report = report_of(args, device, run, n_params, dataset, len(text))
+    loss_decreased = print_report(args, device, run, report, compiled, n_params)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"report written to {args.json}")
