@@ -40,6 +40,188 @@ LOOP_DONE = "main loop done"
 HBM_BYTES = 96 << 20  # small: the queue-bound loop's queued results do not fit in it
 
 
+class _Round:
+    """What a round's threads share (in the subprocess): the stop flag, the counts, the MLP's
+    inputs and the CPU's result for them."""
+
+    def __init__(self, seed: int):
+        import torch
+
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.counts = {"iterations": 0, "wrong": 0, "errors": [], "wrong_in": {}}
+        self.lock = threading.Lock()
+        g = torch.Generator().manual_seed(seed)
+        self.w1, self.b1 = torch.randn(64, 128, generator=g) * 0.1, torch.randn(128, generator=g)
+        self.w2 = torch.randn(128, 32, generator=g) * 0.1
+        self.x = torch.randn(48, 64, generator=g)
+        self.mlp_expect = (torch.nn.functional.gelu(self.x @ self.w1 + self.b1)
+                           @ self.w2).softmax(-1).sum(0)
+
+    def note(self, wrong: bool = False, error: str | None = None, where: str = ""):
+        with self.lock:
+            self.counts["iterations"] += 1
+            self.counts["wrong"] += int(wrong)
+            if wrong:
+                self.counts["wrong_in"][where] = self.counts["wrong_in"].get(where, 0) + 1
+            if error:
+                self.counts["errors"].append(error)
+
+
+# The loads, each a thread of the round until `state.stop` is set.
+
+def _compute(state: _Round, i: int, switching: bool):
+    """The MLP on device i % count, on a stream of its own; in switching rounds every odd
+    thread runs it in a mode of its own (an eager_mode context around each step)."""
+    import torch
+    import torchtpu
+
+    device = torch.device("tpu", i % torch.tpu.device_count())
+    mode = MODES[i % 3] if i % 2 and switching else None  # switches the mode too
+    with torch.tpu.device(device):
+        stream = torch.tpu.Stream()
+        tensors = [t.to(device) for t in (state.w1, state.b1, state.w2, state.x)]
+        while not state.stop.is_set():
+            try:
+                ctx = torchtpu.eager_mode(mode) if mode else _nothing()
+                with ctx, torch.tpu.stream(stream):
+                    a, b, c, d = tensors
+                    out = (torch.nn.functional.gelu(d @ a + b) @ c).softmax(-1).sum(0)
+                    got = out.cpu()
+                state.note(wrong=not torch.allclose(got, state.mlp_expect, rtol=2e-3, atol=2e-3),
+                           where=f"compute on {device} in {mode or 'the process mode'}")
+            except Exception as e:  # noqa: BLE001
+                state.note(error=f"compute {i}: {type(e).__name__}: {e}")
+                return
+
+
+def _producer_consumer(state: _Round):
+    """A producer on one stream hands tensors and events to a consumer on another."""
+    import torch
+
+    a, b = torch.tpu.Stream(), torch.tpu.Stream()
+    handoff: queue.Queue = queue.Queue(maxsize=4)
+
+    def produce():
+        k = 0
+        while not state.stop.is_set():
+            k += 1
+            with torch.tpu.stream(a):
+                buf = torch.empty(256, 256, device="tpu").fill_(float(k % 97))
+                doubled = buf * 2
+                event = torch.tpu.Event()
+                event.record(a)
+            try:
+                handoff.put((k % 97, doubled, event), timeout=0.5)
+            except queue.Full:
+                pass
+        handoff.put(None)
+
+    def consume():
+        while True:
+            item = handoff.get()
+            if item is None:
+                return
+            k, doubled, event = item
+            try:
+                with torch.tpu.stream(b):
+                    b.wait_event(event)
+                    total = doubled.sum().item()
+                state.note(wrong=total != 2.0 * k * 256 * 256, where="stream consumer")
+            except Exception as e:  # noqa: BLE001
+                state.note(error=f"consumer: {type(e).__name__}: {e}")
+                return
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _poll_statistics(state: _Round):
+    import torch
+
+    while not state.stop.is_set():
+        try:
+            torch.tpu.memory_allocated()
+            torch.tpu.memory_stats()
+            torch.tpu.mem_get_info()
+            torch.tpu.max_memory_allocated()
+        except Exception as e:  # noqa: BLE001
+            state.note(error=f"statistics: {type(e).__name__}: {e}")
+            return
+        time.sleep(0.0005)
+
+
+def _switch_modes(state: _Round):
+    import torchtpu
+
+    while not state.stop.is_set():
+        torchtpu.set_eager_mode(state.rng.choice(MODES))
+        time.sleep(state.rng.uniform(0.001, 0.02))
+
+
+def _queue_bound(state: _Round):
+    import torch
+
+    big = torch.randn(1024, 1024, device="tpu")  # 4 MiB; HBM_BYTES holds 24 of them
+    ref = None
+    while not state.stop.is_set():
+        try:
+            for _ in range(40):
+                y = big @ big  # nothing reads y: the queue runs ahead of the device
+            value = y[0, :8].cpu()
+            if ref is None:
+                ref = (big.cpu() @ big.cpu())[0, :8]
+            state.note(wrong=not torch.allclose(value, ref, rtol=1e-3, atol=1e-2),
+                       where="queue-bound")
+        except Exception as e:  # noqa: BLE001
+            state.note(error=f"queue-bound: {type(e).__name__}: {e}")
+            return
+
+
+def _resize_storage(state: _Round):
+    # FSDP2's pattern: a parameter's storage re-grown and filled, read by ops still
+    # pending or queued, then freed with resize_(0) before they ran.
+    import torch
+
+    shard = torch.randn(64, 64, generator=torch.Generator().manual_seed(state.seed + 1))
+    full = shard.to("tpu")
+    nbytes = full.untyped_storage().nbytes()
+    xs = state.x[:, :64].to("tpu")
+    ref = torch.relu(state.x[:, :64] @ shard).sum(0)
+    while not state.stop.is_set():
+        try:
+            full.untyped_storage().resize_(nbytes)
+            full.copy_(shard.to("tpu"))
+            out = torch.relu(xs @ full).sum(0)
+            full.untyped_storage().resize_(0)
+            state.note(wrong=not torch.allclose(out.cpu(), ref, rtol=2e-3, atol=2e-2),
+                       where="resize")
+        except Exception as e:  # noqa: BLE001
+            state.note(error=f"resize: {type(e).__name__}: {e}")
+            return
+
+
+def _start_loads(state: _Round, switching: bool) -> list[threading.Thread]:
+    """The round's threads (STRESS_LOADS selects them), started."""
+    loads = os.environ.get("STRESS_LOADS", "compute,streams,statistics,switch,queue,resize").split(",")
+    if not switching:
+        loads = [name for name in loads if name != "switch"]
+    threads = [threading.Thread(target=_compute, args=(state, i, switching), daemon=True)
+               for i in range(4 if "compute" in loads else 0)]
+    threads += [threading.Thread(target=f, args=(state,), daemon=True)
+                for name, f in (("streams", _producer_consumer), ("statistics", _poll_statistics),
+                                ("switch", _switch_modes), ("queue", _queue_bound),
+                                ("resize", _resize_storage))
+                if name in loads]
+    for t in threads:
+        t.start()
+    return threads
+
+
 def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> None:
     """One round (runs in the subprocess). Prints one JSON line with its counts. `switching`:
     a thread switches the process's mode every few milliseconds and half the compute threads
@@ -52,149 +234,8 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
         # job does: Ctrl-C's handler is installed so that the round does not depend on that.)
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    rng = random.Random(seed)
-    stop = threading.Event()
-    counts = {"iterations": 0, "wrong": 0, "errors": [], "wrong_in": {}}
-    lock = threading.Lock()
-
-    def note(wrong: bool = False, error: str | None = None, where: str = ""):
-        with lock:
-            counts["iterations"] += 1
-            counts["wrong"] += int(wrong)
-            if wrong:
-                counts["wrong_in"][where] = counts["wrong_in"].get(where, 0) + 1
-            if error:
-                counts["errors"].append(error)
-
-    g = torch.Generator().manual_seed(seed)
-    w1, b1 = torch.randn(64, 128, generator=g) * 0.1, torch.randn(128, generator=g)
-    w2 = torch.randn(128, 32, generator=g) * 0.1
-    x = torch.randn(48, 64, generator=g)
-    expect = (torch.nn.functional.gelu(x @ w1 + b1) @ w2).softmax(-1).sum(0)
-    mlp_expect = expect
-
-    def compute(i: int):
-        device = torch.device("tpu", i % torch.tpu.device_count())
-        mode = MODES[i % 3] if i % 2 and switching else None  # switches the mode too
-        with torch.tpu.device(device):
-            stream = torch.tpu.Stream()
-            tensors = [t.to(device) for t in (w1, b1, w2, x)]
-            while not stop.is_set():
-                try:
-                    ctx = torchtpu.eager_mode(mode) if mode else _nothing()
-                    with ctx, torch.tpu.stream(stream):
-                        a, b, c, d = tensors
-                        out = (torch.nn.functional.gelu(d @ a + b) @ c).softmax(-1).sum(0)
-                        got = out.cpu()
-                    note(wrong=not torch.allclose(got, mlp_expect, rtol=2e-3, atol=2e-3),
-                         where=f"compute on {device} in {mode or 'the process mode'}")
-                except Exception as e:  # noqa: BLE001
-                    note(error=f"compute {i}: {type(e).__name__}: {e}")
-                    return
-
-    def producer_consumer():
-        a, b = torch.tpu.Stream(), torch.tpu.Stream()
-        handoff: queue.Queue = queue.Queue(maxsize=4)
-
-        def produce():
-            k = 0
-            while not stop.is_set():
-                k += 1
-                with torch.tpu.stream(a):
-                    buf = torch.empty(256, 256, device="tpu").fill_(float(k % 97))
-                    doubled = buf * 2
-                    event = torch.tpu.Event()
-                    event.record(a)
-                try:
-                    handoff.put((k % 97, doubled, event), timeout=0.5)
-                except queue.Full:
-                    pass
-            handoff.put(None)
-
-        def consume():
-            while True:
-                item = handoff.get()
-                if item is None:
-                    return
-                k, doubled, event = item
-                try:
-                    with torch.tpu.stream(b):
-                        b.wait_event(event)
-                        total = doubled.sum().item()
-                    note(wrong=total != 2.0 * k * 256 * 256, where="stream consumer")
-                except Exception as e:  # noqa: BLE001
-                    note(error=f"consumer: {type(e).__name__}: {e}")
-                    return
-
-        threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-
-    def poll_statistics():
-        while not stop.is_set():
-            try:
-                torch.tpu.memory_allocated()
-                torch.tpu.memory_stats()
-                torch.tpu.mem_get_info()
-                torch.tpu.max_memory_allocated()
-            except Exception as e:  # noqa: BLE001
-                note(error=f"statistics: {type(e).__name__}: {e}")
-                return
-            time.sleep(0.0005)
-
-    def switch_modes():
-        while not stop.is_set():
-            torchtpu.set_eager_mode(rng.choice(MODES))
-            time.sleep(rng.uniform(0.001, 0.02))
-
-    def queue_bound():
-        big = torch.randn(1024, 1024, device="tpu")  # 4 MiB; HBM_BYTES holds 24 of them
-        ref = None
-        while not stop.is_set():
-            try:
-                for _ in range(40):
-                    y = big @ big  # nothing reads y: the queue runs ahead of the device
-                value = y[0, :8].cpu()
-                if ref is None:
-                    ref = (big.cpu() @ big.cpu())[0, :8]
-                note(wrong=not torch.allclose(value, ref, rtol=1e-3, atol=1e-2), where="queue-bound")
-            except Exception as e:  # noqa: BLE001
-                note(error=f"queue-bound: {type(e).__name__}: {e}")
-                return
-
-    def resize_storage():
-        # FSDP2's pattern: a parameter's storage re-grown and filled, read by ops still
-        # pending or queued, then freed with resize_(0) before they ran.
-        shard = torch.randn(64, 64, generator=torch.Generator().manual_seed(seed + 1))
-        full = shard.to("tpu")
-        nbytes = full.untyped_storage().nbytes()
-        xs = x[:, :64].to("tpu")
-        ref = torch.relu(x[:, :64] @ shard).sum(0)
-        while not stop.is_set():
-            try:
-                full.untyped_storage().resize_(nbytes)
-                full.copy_(shard.to("tpu"))
-                out = torch.relu(xs @ full).sum(0)
-                full.untyped_storage().resize_(0)
-                note(wrong=not torch.allclose(out.cpu(), ref, rtol=2e-3, atol=2e-2), where="resize")
-            except Exception as e:  # noqa: BLE001
-                note(error=f"resize: {type(e).__name__}: {e}")
-                return
-
-    loads = os.environ.get("STRESS_LOADS", "compute,streams,statistics,switch,queue,resize").split(",")
-    if not switching:
-        loads = [name for name in loads if name != "switch"]
-    threads = [threading.Thread(target=compute, args=(i,), daemon=True)
-               for i in range(4 if "compute" in loads else 0)]
-    threads += [threading.Thread(target=f, daemon=True)
-                for name, f in (("streams", producer_consumer), ("statistics", poll_statistics),
-                                ("switch", switch_modes), ("queue", queue_bound),
-                                ("resize", resize_storage))
-                if name in loads]
-    for t in threads:
-        t.start()
+    state = _Round(seed)
+    threads = _start_loads(state, switching)
     print("started", flush=True)
     deadline = time.time() + seconds
     if interruptible:
@@ -208,11 +249,11 @@ def worker(seconds: float, seed: int, interruptible: bool, switching: bool) -> N
     else:
         while time.time() < deadline:
             time.sleep(0.05)
-    stop.set()
+    state.stop.set()
     for t in threads:
         t.join()
     torchtpu.sync()
-    print(json.dumps(counts), flush=True)
+    print(json.dumps(state.counts), flush=True)
 
 
 class _nothing:
