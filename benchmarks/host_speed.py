@@ -322,7 +322,7 @@ def drawing(results):
     return draw
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot-only", action="store_true",
@@ -336,7 +336,165 @@ def main():
                              "and print their steps/s per round as JSON")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=4.0)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def measure_tiny_ops(results: dict, ops: int, repeats: int) -> None:
+    print(f"== tiny ops (64x64 float32), {ops} ops per call, median of {repeats} interleaved", flush=True)
+    for name, fns in tiny_ops(ops).items():
+        times = common.interleaved(fns, repeats=repeats, warmup=2)
+        row = {mode: 1e6 * common.median(times[mode]) / ops for mode in MODES}
+        results["per_op_us"][name] = row
+        print(f"  {name:14s} " + "  ".join(f"{m} {row[m]:6.2f} us" for m in MODES) +
+              f"   tpu/cpu: strict {row['strict'] / row['cpu']:.2f}x, fused "
+              f"{row['fused'] / row['cpu']:.2f}x", flush=True)
+
+
+def measure_streams(results: dict) -> None:
+    idle, trip = stream_costs(2000)
+    results["sync_idle_us"], results["round_trip_us"] = idle, trip
+    print(f"== streams: synchronize with nothing pending {idle:.2f} us, strict round trip "
+          f"(add_, synchronize) {trip:.2f} us", flush=True)
+
+
+def measure_fused_region(results: dict, quick: bool) -> None:
+    # (Medians of 7 blocks of recorded regions: one block moves with the VM's phase.)
+    blocks = [eager_modes.capture_cost(reps=50 if quick else 150) for _ in range(7)]
+    rec = common.median([b[0] for b in blocks])
+    fl = common.median([b[1] for b in blocks])
+    total = common.median([b[0] + b[1] for b in blocks])
+    results["fused_region_us_per_op"] = {"record": rec, "flush": fl, "total": total,
+                                         "blocks": [list(b) for b in blocks]}
+    print(f"== fused eager, cached region of 11 ops, median of {len(blocks)} blocks: record "
+          f"{rec:.2f} + flush {fl:.2f}, total {total:.2f} us per op", flush=True)
+
+
+# Training steps, measured two ways (docs/host-speed.md, "How host time is measured"):
+# - paired: all columns in one fresh process, alternating in blocks of a fraction of a
+#   second (the order rotating from round to round), each column's steps/s over the CPU's
+#   in the same round; medians over the rounds of several processes. This VM runs at one of
+#   two speeds for seconds at a time (about 110 and 70 steps/s for the encoder's CPU step),
+#   for the CPU column as much as for torchtpu's: only columns measured within the same
+#   second compare. The targets are checked on these ratios.
+# - alone: each column alone in a process of its own, the processes alternating (medians),
+#   as a user's program runs one mode: the cross-check that no column leaves state behind
+#   that weighs on the next in the paired processes (the OpenMP teams are counted below).
+TRAINING_COLUMNS = ("cpu", "strict", "strict_worker", "strict_engine", "fused")
+ALONE_COLUMNS = ("cpu", "strict", "fused")
+
+
+def measure_training(results: dict, quick: bool) -> None:
+    processes, rounds, block = (1, 4, 0.25) if quick else (3, 10, 0.3)
+    alone_rounds, seconds = (1, 1.5) if quick else (5, 2.0)
+    paired = {name: [paired_rates(name, TRAINING_COLUMNS, rounds, block) for _ in range(processes)]
+              for name in ("example", "encoder")}
+    alone = {}
+    for r in range(alone_rounds):
+        for name in ("example", "encoder"):
+            for column in ALONE_COLUMNS:
+                alone[(r, name, column)] = alone_steps_per_s(name, column, seconds)
+    for name, make in (("example", example_step()), ("encoder", encoder_step())):
+        fns = {mode: make(mode) for mode in TRAINING_COLUMNS}
+        for fn in fns.values():
+            fn()
+        extra = extra_openmp_threads()
+        results.setdefault("extra_openmp_threads", {})[name] = extra
+        if extra:
+            print(f"   WARNING: {extra} OpenMP threads of other threads' teams are alive: the CPU "
+                  f"column's loops are throttled, and the ratios below flatter torchtpu", flush=True)
+        row = training_ratios(results, name, paired[name], (processes, rounds, block))
+        alone_samples = {c: [alone[(r, name, c)] for r in range(alone_rounds)] for c in ALONE_COLUMNS}
+        report_alone(results, name, alone_samples)
+        mxu_bound_and_ceiling(results, name, fns, row)
+
+
+def training_ratios(results: dict, name: str, runs: list, shape: tuple) -> dict:
+    """The paired processes' steps/s and ratios over the CPU's for one model; its row."""
+    processes, rounds, block = shape
+    row = {c: common.median([rate for run in runs for rate in run[c]]) for c in TRAINING_COLUMNS}
+    over_cpu = {c: common.median([a / b for run in runs for a, b in zip(run[c], run["cpu"])])
+                for c in TRAINING_COLUMNS if c != "cpu"}
+    per_process = {c: [common.median([a / b for a, b in zip(run[c], run["cpu"])]) for run in runs]
+                   for c in over_cpu}
+    results["train_steps_per_s"][name] = row
+    results.setdefault("train_over_cpu", {})[name] = over_cpu
+    results.setdefault("train_paired_runs", {})[name] = runs
+    print(f"== training, {name}: steps/s over the CPU's in the same round (paired, median of "
+          f"{processes} processes x {rounds} rounds of {block} s blocks): strict "
+          f"{over_cpu['strict']:.2f}x (per process "
+          f"{' '.join(f'{v:.2f}' for v in per_process['strict'])}), fused "
+          f"{over_cpu['fused']:.2f}x ({' '.join(f'{v:.2f}' for v in per_process['fused'])}), "
+          f"all work on the worker {over_cpu['strict_worker']:.2f}x, backward on the engine's "
+          f"thread {over_cpu['strict_engine']:.2f}x; steps/s cpu {row['cpu']:.1f}, strict "
+          f"{row['strict']:.1f}, fused {row['fused']:.1f}", flush=True)
+    return row
+
+
+def report_alone(results: dict, name: str, alone_samples: dict) -> None:
+    alone_row = {c: common.median(v) for c, v in alone_samples.items()}
+    results.setdefault("train_steps_per_s_alone", {})[name] = alone_row
+    results.setdefault("train_steps_per_s_alone_runs", {})[name] = alone_samples
+    print(f"   each column alone in its own process (median of {len(alone_samples['cpu'])}): cpu "
+          f"{alone_row['cpu']:.1f} ({' '.join(f'{v:.0f}' for v in alone_samples['cpu'])}), strict "
+          f"{alone_row['strict']:.1f} ({alone_row['strict'] / alone_row['cpu']:.2f}x; "
+          f"{' '.join(f'{v:.0f}' for v in alone_samples['strict'])}), fused {alone_row['fused']:.1f} "
+          f"({alone_row['fused'] / alone_row['cpu']:.2f}x; "
+          f"{' '.join(f'{v:.0f}' for v in alone_samples['fused'])})", flush=True)
+
+
+def mxu_bound_and_ceiling(results: dict, name: str, fns: dict, row: dict) -> None:
+    """What bounds a step on "tpu": the simulated MXU's matrix products (TPU numerics, run on the
+    host), which no eager mode shortens. The CPU's step time over their host time per step is
+    the most steps/s tpu/CPU any mode can reach. And fused eager's ceiling."""
+    mxu, device = {}, {}
+    for mode in ("strict", "fused"):
+        torchtpu.metrics.reset()
+        for _ in range(5):
+            fns[mode]()
+        mxu[mode] = eager_modes.mxu_host_seconds() / 5
+        device[mode] = eager_modes.device_host_seconds() / 5
+    cpu_step = 1.0 / row["cpu"]
+    bound = cpu_step / mxu["fused"] if mxu["fused"] > 0 else float("inf")
+    results.setdefault("train_mxu_bound", {})[name] = {
+        "cpu_step_ms": 1e3 * cpu_step, "mxu_ms_per_step": {m: 1e3 * v for m, v in mxu.items()},
+        "bound_over_cpu": bound}
+    print(f"   the simulated MXU's products: {1e3 * mxu['fused']:.1f} ms of host time per "
+          f"step (the CPU's whole step {1e3 * cpu_step:.1f} ms): no mode above "
+          f"{bound:.2f}x the CPU's steps/s", flush=True)
+    ceiling = fused_ceiling(fns["cpu"], device["fused"])
+    ceiling["device_ms_per_step"] = {m: 1e3 * v for m, v in device.items()}
+    results.setdefault("train_fused_ceiling", {})[name] = ceiling
+    print(f"   fused eager with its recording and flush free: at most "
+          f"{ceiling['ceiling_over_cpu']:.2f}x the CPU's steps/s (its device work "
+          f"{1e3 * device['fused']:.1f} ms, strict's {1e3 * device['strict']:.1f} ms, plus "
+          f"the step's Python and autograd {ceiling['outside_ops_ms']:.1f} ms, against the "
+          f"CPU's step {ceiling['cpu_step_ms']:.1f} ms in the same measurement)", flush=True)
+
+
+def check_targets(results: dict) -> None:
+    kept = results["per_op_us"]["add_kept"]
+    measured = {
+        "add_kept_strict_over_cpu": kept["strict"] / kept["cpu"],
+        "add_kept_fused_over_cpu": kept["fused"] / kept["cpu"],
+        "sync_idle_us": results["sync_idle_us"],
+        "round_trip_us": results["round_trip_us"],
+        "fused_region_us_per_op": results["fused_region_us_per_op"]["total"],
+        "train_strict_over_cpu": min(r["strict"] for r in results["train_over_cpu"].values()),
+        "train_fused_over_cpu": min(r["fused"] for r in results["train_over_cpu"].values()),
+    }
+    higher_is_better = {"train_strict_over_cpu", "train_fused_over_cpu"}
+    print("== targets (issue #15)")
+    results["targets"] = {}
+    for key, target in TARGETS.items():
+        value = measured[key]
+        met = value >= target if key in higher_is_better else value <= target
+        results["targets"][key] = {"measured": value, "target": target, "met": met}
+        print(f"  {key:28s} {value:8.2f}  target {'>=' if key in higher_is_better else '<='} "
+              f"{target:<5}  {'met' if met else 'MISSED'}")
+
+
+def main():
+    args = parse_args()
     if args.paired:
         model, columns = args.paired
         print(json.dumps(run_paired(model, columns.split(","), args.rounds, args.seconds)))
@@ -353,135 +511,12 @@ def main():
         common.plot(name, drawing(json.loads((common.RESULTS / f"{name}.json").read_text())))
         return
     repeats = 7 if args.quick else 21
-    ops = 200
     results = {"per_op_us": {}, "train_steps_per_s": {}}
-
-    print(f"== tiny ops (64x64 float32), {ops} ops per call, median of {repeats} interleaved", flush=True)
-    for name, fns in tiny_ops(ops).items():
-        times = common.interleaved(fns, repeats=repeats, warmup=2)
-        row = {mode: 1e6 * common.median(times[mode]) / ops for mode in MODES}
-        results["per_op_us"][name] = row
-        print(f"  {name:14s} " + "  ".join(f"{m} {row[m]:6.2f} us" for m in MODES) +
-              f"   tpu/cpu: strict {row['strict'] / row['cpu']:.2f}x, fused "
-              f"{row['fused'] / row['cpu']:.2f}x", flush=True)
-
-    idle, trip = stream_costs(2000)
-    results["sync_idle_us"], results["round_trip_us"] = idle, trip
-    print(f"== streams: synchronize with nothing pending {idle:.2f} us, strict round trip "
-          f"(add_, synchronize) {trip:.2f} us", flush=True)
-
-    # (Medians of 7 blocks of recorded regions: one block moves with the VM's phase.)
-    blocks = [eager_modes.capture_cost(reps=50 if args.quick else 150) for _ in range(7)]
-    rec = common.median([b[0] for b in blocks])
-    fl = common.median([b[1] for b in blocks])
-    total = common.median([b[0] + b[1] for b in blocks])
-    results["fused_region_us_per_op"] = {"record": rec, "flush": fl, "total": total,
-                                         "blocks": [list(b) for b in blocks]}
-    print(f"== fused eager, cached region of 11 ops, median of {len(blocks)} blocks: record "
-          f"{rec:.2f} + flush {fl:.2f}, total {total:.2f} us per op", flush=True)
-
-    # Training steps, measured two ways (docs/host-speed.md, "How host time is measured"):
-    # - paired: all columns in one fresh process, alternating in blocks of a fraction of a
-    #   second (the order rotating from round to round), each column's steps/s over the CPU's
-    #   in the same round; medians over the rounds of several processes. This VM runs at one of
-    #   two speeds for seconds at a time (about 110 and 70 steps/s for the encoder's CPU step),
-    #   for the CPU column as much as for torchtpu's: only columns measured within the same
-    #   second compare. The targets are checked on these ratios.
-    # - alone: each column alone in a process of its own, the processes alternating (medians),
-    #   as a user's program runs one mode: the cross-check that no column leaves state behind
-    #   that weighs on the next in the paired processes (the OpenMP teams are counted below).
-    columns = ("cpu", "strict", "strict_worker", "strict_engine", "fused")
-    processes, rounds, block = (1, 4, 0.25) if args.quick else (3, 10, 0.3)
-    alone_rounds, seconds = (1, 1.5) if args.quick else (5, 2.0)
-    paired = {name: [paired_rates(name, columns, rounds, block) for _ in range(processes)]
-              for name in ("example", "encoder")}
-    alone = {}
-    for r in range(alone_rounds):
-        for name in ("example", "encoder"):
-            for column in ("cpu", "strict", "fused"):
-                alone[(r, name, column)] = alone_steps_per_s(name, column, seconds)
-    for name, make in (("example", example_step()), ("encoder", encoder_step())):
-        fns = {mode: make(mode) for mode in columns}
-        for fn in fns.values():
-            fn()
-        extra = extra_openmp_threads()
-        results.setdefault("extra_openmp_threads", {})[name] = extra
-        if extra:
-            print(f"   WARNING: {extra} OpenMP threads of other threads' teams are alive: the CPU "
-                  f"column's loops are throttled, and the ratios below flatter torchtpu", flush=True)
-        runs = paired[name]
-        row = {c: common.median([rate for run in runs for rate in run[c]]) for c in columns}
-        over_cpu = {c: common.median([a / b for run in runs for a, b in zip(run[c], run["cpu"])])
-                    for c in columns if c != "cpu"}
-        per_process = {c: [common.median([a / b for a, b in zip(run[c], run["cpu"])]) for run in runs]
-                       for c in over_cpu}
-        results["train_steps_per_s"][name] = row
-        results.setdefault("train_over_cpu", {})[name] = over_cpu
-        results.setdefault("train_paired_runs", {})[name] = runs
-        alone_samples = {c: [alone[(r, name, c)] for r in range(alone_rounds)] for c in ("cpu", "strict", "fused")}
-        alone_row = {c: common.median(v) for c, v in alone_samples.items()}
-        results.setdefault("train_steps_per_s_alone", {})[name] = alone_row
-        results.setdefault("train_steps_per_s_alone_runs", {})[name] = alone_samples
-        print(f"== training, {name}: steps/s over the CPU's in the same round (paired, median of "
-              f"{processes} processes x {rounds} rounds of {block} s blocks): strict "
-              f"{over_cpu['strict']:.2f}x (per process "
-              f"{' '.join(f'{v:.2f}' for v in per_process['strict'])}), fused "
-              f"{over_cpu['fused']:.2f}x ({' '.join(f'{v:.2f}' for v in per_process['fused'])}), "
-              f"all work on the worker {over_cpu['strict_worker']:.2f}x, backward on the engine's "
-              f"thread {over_cpu['strict_engine']:.2f}x; steps/s cpu {row['cpu']:.1f}, strict "
-              f"{row['strict']:.1f}, fused {row['fused']:.1f}", flush=True)
-        print(f"   each column alone in its own process (median of {alone_rounds}): cpu "
-              f"{alone_row['cpu']:.1f} ({' '.join(f'{v:.0f}' for v in alone_samples['cpu'])}), strict "
-              f"{alone_row['strict']:.1f} ({alone_row['strict'] / alone_row['cpu']:.2f}x; "
-              f"{' '.join(f'{v:.0f}' for v in alone_samples['strict'])}), fused {alone_row['fused']:.1f} "
-              f"({alone_row['fused'] / alone_row['cpu']:.2f}x; "
-              f"{' '.join(f'{v:.0f}' for v in alone_samples['fused'])})", flush=True)
-        # What bounds a step on "tpu": the simulated MXU's matrix products (TPU numerics, run
-        # on the host), which no eager mode shortens. The CPU's step time over their host time
-        # per step is the most steps/s tpu/CPU any mode can reach.
-        mxu, device = {}, {}
-        for mode in ("strict", "fused"):
-            torchtpu.metrics.reset()
-            for _ in range(5):
-                fns[mode]()
-            mxu[mode] = eager_modes.mxu_host_seconds() / 5
-            device[mode] = eager_modes.device_host_seconds() / 5
-        cpu_step = 1.0 / row["cpu"]
-        bound = cpu_step / mxu["fused"] if mxu["fused"] > 0 else float("inf")
-        results.setdefault("train_mxu_bound", {})[name] = {
-            "cpu_step_ms": 1e3 * cpu_step, "mxu_ms_per_step": {m: 1e3 * v for m, v in mxu.items()},
-            "bound_over_cpu": bound}
-        print(f"   the simulated MXU's products: {1e3 * mxu['fused']:.1f} ms of host time per "
-              f"step (the CPU's whole step {1e3 * cpu_step:.1f} ms): no mode above "
-              f"{bound:.2f}x the CPU's steps/s", flush=True)
-        ceiling = fused_ceiling(fns["cpu"], device["fused"])
-        ceiling["device_ms_per_step"] = {m: 1e3 * v for m, v in device.items()}
-        results.setdefault("train_fused_ceiling", {})[name] = ceiling
-        print(f"   fused eager with its recording and flush free: at most "
-              f"{ceiling['ceiling_over_cpu']:.2f}x the CPU's steps/s (its device work "
-              f"{1e3 * device['fused']:.1f} ms, strict's {1e3 * device['strict']:.1f} ms, plus "
-              f"the step's Python and autograd {ceiling['outside_ops_ms']:.1f} ms, against the "
-              f"CPU's step {ceiling['cpu_step_ms']:.1f} ms in the same measurement)", flush=True)
-
-    kept = results["per_op_us"]["add_kept"]
-    measured = {
-        "add_kept_strict_over_cpu": kept["strict"] / kept["cpu"],
-        "add_kept_fused_over_cpu": kept["fused"] / kept["cpu"],
-        "sync_idle_us": idle,
-        "round_trip_us": trip,
-        "fused_region_us_per_op": total,
-        "train_strict_over_cpu": min(r["strict"] for r in results["train_over_cpu"].values()),
-        "train_fused_over_cpu": min(r["fused"] for r in results["train_over_cpu"].values()),
-    }
-    higher_is_better = {"train_strict_over_cpu", "train_fused_over_cpu"}
-    print("== targets (issue #15)")
-    results["targets"] = {}
-    for key, target in TARGETS.items():
-        value = measured[key]
-        met = value >= target if key in higher_is_better else value <= target
-        results["targets"][key] = {"measured": value, "target": target, "met": met}
-        print(f"  {key:28s} {value:8.2f}  target {'>=' if key in higher_is_better else '<='} "
-              f"{target:<5}  {'met' if met else 'MISSED'}")
+    measure_tiny_ops(results, ops=200, repeats=repeats)
+    measure_streams(results)
+    measure_fused_region(results, args.quick)
+    measure_training(results, args.quick)
+    check_targets(results)
     name = "host_speed" + ("_quick" if args.quick else "")
     common.write_json(name, {"repeats": repeats, **results})
 
