@@ -168,152 +168,197 @@ def text_widths(cfg: dict) -> list[int]:
     return list(dict.fromkeys(found + [32]))
 
 
-def input_recipes(model, cfg: dict) -> list[dict]:
-    """Keyword inputs to try, in order (the CPU decides which one the model accepts)."""
+class _RecipeInputs:
+    """What the recipes of one model are made from: its forward's parameters, the sizes its
+    config names, and one generator (seed 0) every random input draws from, in order."""
+
+    def __init__(self, model, cfg: dict):
+        import torch
+
+        self.cfg = cfg
+        self.g = torch.Generator().manual_seed(0)
+        self.params = inspect.signature(model.forward).parameters
+        self.names = [k for k in self.params if k != "self"]
+        self.required = [k for k, p in self.params.items()
+                         if k != "self" and p.default is inspect.Parameter.empty
+                         and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        self.main = self.names[0]
+        self.c_in = _int(cfg, "in_channels", "latent_channels", "in_dim", "num_channels",
+                         "input_channels", "audio_channels", default=4)
+        size = min(_int(cfg, "sample_height", "sample_size", default=16), 32)
+        self.patch = _int(cfg, "patch_size", default=1)
+        blocks = cfg.get("block_out_channels") or cfg.get("down_block_types")
+        levels = len(blocks) if isinstance(blocks, (list, tuple)) else 1
+        step = max(self.patch, 2 ** max(levels - 1, 0))
+        self.size = max(step, size // step * step)
+        self.frames = _int(cfg, "num_frames", default=2)
+        self.b = BATCH
+        self.pooled = _int(cfg, "pooled_projection_dim", "text_embed_dim", "pooled_dim",
+                           "projection_class_embeddings_input_dim", default=32)
+        axes = next((cfg[k] for k in ROPE_AXES if isinstance(cfg.get(k), (list, tuple))), (0, 0, 0))
+        self.id_axes = len(axes)
+        # text lengths the model's learned positions are made for (or any length: TEXT_LEN)
+        self.text_len = min(_int(cfg, "max_text_seq_length", "text_len", "max_text_len",
+                                 "num_embeddings", default=TEXT_LEN), 256)
+        self.text_len_t5 = min(_int(cfg, "text_len_t5", default=self.text_len), 256)
+        self.embedding_channels = next(
+            (v for k, v in cfg.items() if k.endswith("conditioning_embedding_out_channels")
+             and isinstance(v, (list, tuple))), None)
+
+    def randn(self, *shape):
+        import torch
+
+        return torch.randn(*shape, generator=self.g)
+
+
+def _main_inputs(r: _RecipeInputs) -> list:
+    """Candidates for the forward's first input, in order."""
     import torch
 
-    g = torch.Generator().manual_seed(0)
-    params = inspect.signature(model.forward).parameters
-    names = [k for k in params if k != "self"]
-    required = [k for k, p in params.items() if k != "self" and p.default is inspect.Parameter.empty
-                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    main = names[0]
-    c_in = _int(cfg, "in_channels", "latent_channels", "in_dim", "num_channels", "input_channels",
-                "audio_channels", default=4)
-    size = _int(cfg, "sample_height", "sample_size", default=16)
-    size = min(size, 32)
-    patch = _int(cfg, "patch_size", default=1)
-    blocks = cfg.get("block_out_channels") or cfg.get("down_block_types")
-    levels = len(blocks) if isinstance(blocks, (list, tuple)) else 1
-    step = max(patch, 2 ** max(levels - 1, 0))
-    size = max(step, size // step * step)
-    frames = _int(cfg, "num_frames", default=2)
-    b = BATCH
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=g)
-
+    b, c_in, size, randn = r.b, r.c_in, r.size, r.randn
     mains = [randn(b, c_in, size, size)]
-    for f in dict.fromkeys([frames, 2, 3, 5, 1]):  # video latents: (b, c, f, h, w) or (b, f, c, h, w)
+    for f in dict.fromkeys([r.frames, 2, 3, 5, 1]):  # video latents: (b, c, f, h, w) or (b, f, c, h, w)
         mains += [randn(b, c_in, f, size, size), randn(b, f, c_in, size, size)]
-    mains += [randn(b, (size // patch) ** 2, c_in), randn(b, c_in, 64), randn(b, c_in, 1024), randn(b, c_in, 8, 8),
-              randn(b, 64, c_in), randn(b, c_in), randn(b, c_in, 64, 64), randn(b, c_in, 8192)]
+    mains += [randn(b, (size // r.patch) ** 2, c_in), randn(b, c_in, 64), randn(b, c_in, 1024),
+              randn(b, c_in, 8, 8), randn(b, 64, c_in), randn(b, c_in), randn(b, c_in, 64, 64),
+              randn(b, c_in, 8192)]
     if c_in != 3:  # an image (pixel-space models, encoders of 3 channels)
         mains.insert(1, randn(b, 3, size, size))
     # vectors and sequences of a width the config names (projections, image encoders, priors)
     for key in ("embedding_dim", "hidden_size", "in_features", "redux_dim", "input_dim"):
-        w = _int(cfg, key)
+        w = _int(r.cfg, key)
         if w and w <= 64:
             mains += [randn(b, w), randn(b, TEXT_LEN, w)]
-    if main.endswith("ids"):  # token ids (masked image models): a grid of ids, then a sequence
-        vocab = min(_int(cfg, "codebook_size", "vocab_size", default=100), 100)
-        mains = [torch.randint(0, vocab, (b, size, size), generator=g),
-                 torch.randint(0, vocab, (b, TEXT_LEN), generator=g)]
+    if r.main.endswith("ids"):  # token ids (masked image models): a grid of ids, then a sequence
+        vocab = min(_int(r.cfg, "codebook_size", "vocab_size", default=100), 100)
+        mains = [torch.randint(0, vocab, (b, size, size), generator=r.g),
+                 torch.randint(0, vocab, (b, TEXT_LEN), generator=r.g)]
+    return mains
+
+
+_NO_INPUT = object()  # (None is an input: controlnet_mode)
+
+
+def _text_and_conditioning_input(r: _RecipeInputs, k: str, n: str, width, tokens):
+    """The input named k (n: lowered) for timesteps, text, masks and the conditioning vectors;
+    _NO_INPUT for another name (then _grid_and_image_input decides)."""
+    import torch
+
+    b, size, randn = r.b, r.size, r.randn
+    if n in ("timestep", "timesteps", "t", "r_timestep", "timestep_r", "sigma"):
+        return torch.tensor([10.0, 500.0][:b])
+    if n == "guidance" and (r.cfg.get("guidance_embeds") or k in r.required):
+        return torch.tensor([3.5] * b)
+    if n in ("encoder_hidden_states", "text_hidden_states", "context", "encoder_hidden_states_t5",
+             "text_embeds", "prompt_embeds", "caption", "cap_feats", "y"):
+        return randn(b, r.text_len_t5 if n.endswith("t5") else r.text_len, width)
+    if n in ("encoder_attention_mask", "text_attention_mask", "encoder_mask", "cap_mask",
+             "attention_mask_t5", "text_embedding_mask", "text_embedding_mask_t5",
+             "encoder_hidden_states_mask"):
+        # (optional ones too: some models read them unconditionally; the required-only
+        # recipes leave them out)
+        return torch.ones(b, r.text_len_t5 if n.endswith("t5") else r.text_len, dtype=torch.long)
+    if n == "img_mask":
+        return torch.ones(b, tokens, dtype=torch.bool)
+    if n == "image_meta_size":  # (original size, target size, crop top-left)
+        return torch.tensor([[size * 8, size * 8, size * 8, size * 8, 0, 0]] * b, dtype=torch.float32)
+    if n == "style":
+        return torch.zeros(b, dtype=torch.long)
+    if n == "added_time_ids":  # (fps, motion bucket, noise augmentation) as many as fit
+        per = _int(r.cfg, "addition_time_embed_dim", default=32)
+        return torch.tensor([[6.0, 127.0, 0.02][: max(1, r.pooled // per)]] * b)
+    if n == "timestep_ratio":
+        return torch.tensor([0.3, 0.7][:b])
+    if n == "clip_text_pooled":
+        return randn(b, 1, _int(r.cfg, "clip_text_pooled_in_channels", default=32))
+    if n == "pooled_text_emb":
+        return randn(b, _int(r.cfg, "cond_embed_dim", default=r.pooled))
+    if n == "micro_conds":
+        return torch.tensor([[size * 8, size * 8, 0, 0, 6.0]] * b)
+    return _NO_INPUT
+
+
+def _grid_and_image_input(r: _RecipeInputs, k: str, n: str, x, tokens):
+    """The input named k (n: lowered) for latent grids, positions, images and labels; _NO_INPUT
+    for a name no recipe knows (the forward's default is used)."""
+    import torch
+
+    b, size, randn = r.b, r.size, r.randn
+    if n in ("num_frames", "height", "width") and x.dim() == 3:
+        # sequence models given their latent grid (one frame of side x side patches)
+        side = int(tokens ** 0.5)
+        return 1 if n == "num_frames" else side
+    if n in ("pooled_projections", "pooled_prompt_embeds", "text_embeds_pooled"):
+        return randn(b, r.pooled)
+    if n == "img_ids":  # (row, column) positions in the last two of the rotary axes
+        side = int(tokens ** 0.5)
+        ids = torch.zeros(side, side, r.id_axes)
+        ids[..., -2] = torch.arange(side)[:, None]
+        ids[..., -1] = torch.arange(side)[None, :]
+        return ids.reshape(-1, r.id_axes)
+    if n == "txt_ids":
+        return torch.zeros(r.text_len, r.id_axes)
+    if n == "controlnet_cond" and x.dim() == 4 and r.embedding_channels:
+        # an image at the pixel resolution the conditioning embedding brings down to x's
+        up = 2 ** (len(r.embedding_channels) - 1)
+        chans = _int(r.cfg, "conditioning_channels", default=3)
+        return randn(b, chans, x.shape[-2] * up, x.shape[-1] * up)
+    if n in ("controlnet_cond", "image_latents", "condition_latents", "cond"):
+        return randn(*x.shape)
+    if n in ("class_labels", "labels") and (k in r.required or _int(
+            r.cfg, "num_embeds_ada_norm", "num_class_embeds", "num_classes") is not None):
+        return torch.tensor([1, 3][:b])
+    if n in ("original_size", "target_size"):
+        return torch.tensor([[size * 8, size * 8]] * b, dtype=torch.float32)
+    if n == "crop_coords":
+        return torch.zeros(b, 2)
+    if n in ("fps",):
+        return torch.tensor([8] * b)
+    if n == "proj_embedding":
+        return randn(b, _int(r.cfg, "embedding_dim", default=32))
+    if n == "controlnet_mode":
+        return None
+    if n == "conditioning_scale":
+        return 1.0
+    if n == "img_shapes":  # per sample: the (frames, rows, columns) of its latent patches
+        side = int(tokens ** 0.5)
+        return [[(1, side, side)]] * b
+    if n == "return_dict":
+        return False
+    return _NO_INPUT
+
+
+def _other_inputs(r: _RecipeInputs, x, width) -> dict:
+    """The other inputs, by name, for the main input x and text width `width`."""
+    out = {}
+    tokens = x.shape[1] if x.dim() == 3 else (x.shape[-1] // r.patch) * (x.shape[-2] // r.patch)
+    for k in r.names[1:]:
+        p = r.params[k]
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        n = k.lower()
+        value = _text_and_conditioning_input(r, k, n, width, tokens)
+        if value is _NO_INPUT:
+            value = _grid_and_image_input(r, k, n, x, tokens)
+        if value is not _NO_INPUT:
+            out[k] = value
+    return out
+
+
+def input_recipes(model, cfg: dict) -> list[dict]:
+    """Keyword inputs to try, in order (the CPU decides which one the model accepts)."""
+    r = _RecipeInputs(model, cfg)
+    mains = _main_inputs(r)
     widths = text_widths(cfg)
-    pooled = _int(cfg, "pooled_projection_dim", "text_embed_dim", "pooled_dim", "projection_class_embeddings_input_dim",
-                  default=32)
-
-    axes = next((cfg[k] for k in ROPE_AXES if isinstance(cfg.get(k), (list, tuple))), (0, 0, 0))
-    id_axes = len(axes)
-
-    # text lengths the model's learned positions are made for (or any length: TEXT_LEN)
-    text_len = min(_int(cfg, "max_text_seq_length", "text_len", "max_text_len", "num_embeddings",
-                        default=TEXT_LEN), 256)
-    text_len_t5 = min(_int(cfg, "text_len_t5", default=text_len), 256)
-
-    embedding_channels = next((v for k, v in cfg.items() if k.endswith("conditioning_embedding_out_channels")
-                               and isinstance(v, (list, tuple))), None)
-
-    def others(x, width):
-        """The other inputs, by name, for the main input x and text width `width`."""
-        out = {}
-        tokens = x.shape[1] if x.dim() == 3 else (x.shape[-1] // patch) * (x.shape[-2] // patch)
-        for k in names[1:]:
-            p = params[k]
-            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                continue
-            n = k.lower()
-            if n in ("timestep", "timesteps", "t", "r_timestep", "timestep_r", "sigma"):
-                out[k] = torch.tensor([10.0, 500.0][:b])
-            elif n == "guidance" and (cfg.get("guidance_embeds") or k in required):
-                out[k] = torch.tensor([3.5] * b)
-            elif n in ("encoder_hidden_states", "text_hidden_states", "context", "encoder_hidden_states_t5",
-                       "text_embeds", "prompt_embeds", "caption", "cap_feats", "y"):
-                out[k] = randn(b, text_len_t5 if n.endswith("t5") else text_len, width)
-            elif n in ("encoder_attention_mask", "text_attention_mask", "encoder_mask", "cap_mask",
-                       "attention_mask_t5", "text_embedding_mask", "text_embedding_mask_t5",
-                       "encoder_hidden_states_mask"):
-                # (optional ones too: some models read them unconditionally; the required-only
-                # recipes below leave them out)
-                out[k] = torch.ones(b, text_len_t5 if n.endswith("t5") else text_len, dtype=torch.long)
-            elif n == "img_mask":
-                out[k] = torch.ones(b, tokens, dtype=torch.bool)
-            elif n == "image_meta_size":  # (original size, target size, crop top-left)
-                out[k] = torch.tensor([[size * 8, size * 8, size * 8, size * 8, 0, 0]] * b, dtype=torch.float32)
-            elif n == "style":
-                out[k] = torch.zeros(b, dtype=torch.long)
-            elif n == "added_time_ids":  # (fps, motion bucket, noise augmentation) as many as fit
-                per = _int(cfg, "addition_time_embed_dim", default=32)
-                out[k] = torch.tensor([[6.0, 127.0, 0.02][: max(1, pooled // per)]] * b)
-            elif n == "timestep_ratio":
-                out[k] = torch.tensor([0.3, 0.7][:b])
-            elif n == "clip_text_pooled":
-                out[k] = randn(b, 1, _int(cfg, "clip_text_pooled_in_channels", default=32))
-            elif n == "pooled_text_emb":
-                out[k] = randn(b, _int(cfg, "cond_embed_dim", default=pooled))
-            elif n == "micro_conds":
-                out[k] = torch.tensor([[size * 8, size * 8, 0, 0, 6.0]] * b)
-            elif n in ("num_frames", "height", "width") and x.dim() == 3:
-                # sequence models given their latent grid (one frame of side x side patches)
-                side = int(tokens ** 0.5)
-                out[k] = 1 if n == "num_frames" else side
-            elif n in ("pooled_projections", "pooled_prompt_embeds", "text_embeds_pooled"):
-                out[k] = randn(b, pooled)
-            elif n == "img_ids":  # (row, column) positions in the last two of the rotary axes
-                side = int(tokens ** 0.5)
-                ids = torch.zeros(side, side, id_axes)
-                ids[..., -2] = torch.arange(side)[:, None]
-                ids[..., -1] = torch.arange(side)[None, :]
-                out[k] = ids.reshape(-1, id_axes)
-            elif n == "txt_ids":
-                out[k] = torch.zeros(text_len, id_axes)
-            elif n == "controlnet_cond" and x.dim() == 4 and embedding_channels:
-                # an image at the pixel resolution the conditioning embedding brings down to x's
-                up = 2 ** (len(embedding_channels) - 1)
-                chans = _int(cfg, "conditioning_channels", default=3)
-                out[k] = randn(b, chans, x.shape[-2] * up, x.shape[-1] * up)
-            elif n in ("controlnet_cond", "image_latents", "condition_latents", "cond"):
-                out[k] = randn(*x.shape)
-            elif n in ("class_labels", "labels") and (k in required or _int(
-                    cfg, "num_embeds_ada_norm", "num_class_embeds", "num_classes") is not None):
-                out[k] = torch.tensor([1, 3][:b])
-            elif n in ("original_size", "target_size"):
-                out[k] = torch.tensor([[size * 8, size * 8]] * b, dtype=torch.float32)
-            elif n == "crop_coords":
-                out[k] = torch.zeros(b, 2)
-            elif n in ("fps",):
-                out[k] = torch.tensor([8] * b)
-            elif n == "proj_embedding":
-                out[k] = randn(b, _int(cfg, "embedding_dim", default=32))
-            elif n == "controlnet_mode":
-                out[k] = None
-            elif n == "conditioning_scale":
-                out[k] = 1.0
-            elif n == "img_shapes":  # per sample: the (frames, rows, columns) of its latent patches
-                side = int(tokens ** 0.5)
-                out[k] = [[(1, side, side)]] * b
-            elif n == "return_dict":
-                out[k] = False
-        return out
-
     cands = []
     for x in mains:
         for width in widths:
-            cands.append({main: x, **others(x, width)})
+            cands.append({r.main: x, **_other_inputs(r, x, width)})
     # also with the required arguments only (optional ones filled by name can be the trouble)
     for x in mains:
-        filled = others(x, widths[0])
-        cands.append({main: x, **{k: v for k, v in filled.items() if k in required or k == "return_dict"}})
+        filled = _other_inputs(r, x, widths[0])
+        cands.append({r.main: x, **{k: v for k, v in filled.items()
+                                    if k in r.required or k == "return_dict"}})
     return cands
 
 
