@@ -69,6 +69,8 @@ import subprocess
 import sys
 import time
 
+from upstream_sources import _OPENREG_DIR, OPENREG_SOURCES, SOURCES
+
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
 # ("highest" as the CPU's float32 GEMM, not the chip's six passes: PyTorch's tests, whose float32
 # tolerances assume IEEE float32 GEMMs)
@@ -78,43 +80,6 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(os.path.dirname(_HERE))
 _DEFAULT_UPSTREAM = os.path.join(_REPO, "build", "upstream")
 _DEFAULT_JSON = os.path.join(_REPO, "benchmarks", "results", "upstream_suites.json")
-_OPENREG_DIR = "test/cpp_extensions/open_registration_extension/torch_openreg/tests"
-
-# Local file name -> where it comes from. "commit" is the stored commit the search tool named for
-# the text that was read ("id" where the tool reached the file by its index id and named no
-# commit); chars and sha256 are of the file as written to build/upstream/.
-SOURCES: dict[str, dict] = {
-    "test_shape_ops.py": {
-        "path": "test/test_shape_ops.py",
-        "commit": "00972c015f0846e856f3fb8d46de73804a55a4de",
-        "chars": 35524,
-        "sha256": "a1c4916d0aef0fc69be208745f8c921d2371d0f81089693dc0fb4792e0e25a5b",
-    },
-    "test_indexing.py": {
-        "path": "test/test_indexing.py",
-        "commit": "017943b70f6920c395e3b6dac100e2cd7ecfa92a",
-        "chars": 98599,
-        "sha256": "f9b099d66c4100932a6a487b6cdecbc3315ae2d80228277daa8a2372052cee60",
-    },
-    "test_ops.py": {
-        # The stored versions the tool lists by path (c2148844..., 000ca08b...) are of 2021 and
-        # 2022 and do not import against torch 2.13; this one (TestCommon with
-        # test_reduction_tag_coverage, onlyNativeDeviceTypesAnd) was reached by its text
-        # (find_string "_ops_and_refs_with_no_numpy_ref = [", index id 14400257), for which the
-        # tool names no commit.
-        "path": "test/test_ops.py",
-        "commit": None,
-        "id": "14400257",
-        "chars": 124474,
-        "sha256": "a560bdc11e930a4faacc110dfc1f0040e4e2698aec2244bd92300c6403ce5153",
-    },
-    "test_reductions.py": {
-        "path": "test/test_reductions.py",
-        "commit": "002ca6715ba1ab4d2369262b487eeb30bf249911",
-        "chars": 188835,
-        "sha256": "04347168f8cd986e9bad16ac10a92785d1d1c3d0e6fc6a329f98b492453e180b",
-    },
-}
 
 # Short names accepted by --files.
 _ALIASES = {
@@ -263,21 +228,12 @@ def _read_events(path: str, pos: int) -> tuple[list[dict], int]:
     return events, pos
 
 
-def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
-    tag = rel.replace("/", "_").replace(".py", "")
-    # One set of files per runner process: several runs (several engineers) may share the tree.
-    stem = f"{tag}.{args.mode}.{os.getpid()}"
-    results_path = os.path.join(logs, f"{stem}.jsonl")
-    control_path = os.path.join(logs, f"{stem}.control.json")
-    log_path = os.path.join(logs, f"{stem}.log")
-    for p in (results_path, log_path):
-        if os.path.exists(p):
-            os.remove(p)
-    control = _file_filters(rel, args)
-    control["sys_path"] = [os.path.dirname(os.path.join(upstream, rel))]
-    results: dict[str, dict] = {}     # nodeid -> result (worst of its phases)
-    order = {"passed": 0, "skipped": 1, "not_applicable": 1, "xfailed": 1, "xpassed": 2,
-             "failed": 3, "error": 4}
+_OUTCOME_ORDER = {"passed": 0, "skipped": 1, "not_applicable": 1, "xfailed": 1, "xpassed": 2,
+                  "failed": 3, "error": 4}  # a test's result is the worst of its phases
+
+
+def _file_env(rel: str, args, results_path: str, control_path: str) -> dict:
+    """The environment of a file's pytest processes."""
     env = dict(os.environ)
     env["PYTORCH_TESTING_DEVICE_ONLY_FOR"] = "privateuse1"
     env["TORCHTPU_EAGER_MODE"] = args.mode
@@ -292,117 +248,173 @@ def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
         # OpenReg's tests are written for its two devices (device_count() == 2, "index 2 is out
         # of range"); torchtpu simulates TORCHTPU_NUM_DEVICES chips.
         env["TORCHTPU_NUM_DEVICES"] = "2"
-    start = time.time()
-    collected = None
+    return env
+
+
+def _pytest_command(rel: str, args, upstream: str) -> list[str]:
+    cmd = [sys.executable, "-m", "pytest", rel, "-p", "upstream_plugin", "-q",
+           "-p", "no:cacheprovider", "--rootdir", upstream, "-c", os.devnull,
+           f"--timeout={args.timeout}", "--timeout-method=signal"]
+    # No -W filters: tests count warnings under Python's default filter
+    # (test_warn_invalid_degrees_of_freedom, test_bool_indices...); torchtpu's once-per-op
+    # fallback warning is silenced with TORCHTPU_FALLBACK=silent instead.
+    for k in args.k:
+        cmd += ["-k", k]
+    return cmd
+
+
+class _FileRun:
+    """One file's pytest processes (a new one after a hang or a crash, resuming after the tests
+    done) and the events their plugin wrote: the results by node id, the test running now."""
+
+    def __init__(self, rel: str, args, logs: str):
+        self.rel, self.args = rel, args
+        tag = rel.replace("/", "_").replace(".py", "")
+        # One set of files per runner process: several runs (several engineers) may share the tree.
+        stem = f"{tag}.{args.mode}.{os.getpid()}"
+        self.results_path = os.path.join(logs, f"{stem}.jsonl")
+        self.control_path = os.path.join(logs, f"{stem}.control.json")
+        self.log_path = os.path.join(logs, f"{stem}.log")
+        for p in (self.results_path, self.log_path):
+            if os.path.exists(p):
+                os.remove(p)
+        self.results: dict[str, dict] = {}  # nodeid -> result (worst of its phases)
+        self.collected = None
+        self.done_count = 0
+        self.start = 0.0
+        self.running: tuple[str, float] | None = None  # (nodeid, start time)
+        self.finished = False  # the plugin's "finished" event seen
+
+    def _new_result(self, ev: dict) -> None:
+        self.done_count += 1
+        if self.args.quiet:
+            return
+        nid = ev["nodeid"]
+        if ev["outcome"] in ("failed", "error", "xpassed"):
+            print(f"  {ev['outcome'].upper():7s} {nid}: {ev['message'][:160]}", flush=True)
+        if self.done_count % 25 == 0:
+            el = time.time() - self.start
+            total = (self.collected or 0)
+            eta = (el / self.done_count * (total - self.done_count)) if total else 0
+            print(f"  [{self.rel}] {self.done_count}/{total or '?'} tests, "
+                  f"{el:.0f} s, ETA {eta:.0f} s", flush=True)
+
+    def take(self, ev: dict) -> None:
+        """One event of the plugin, while its process runs."""
+        kind = ev.get("event")
+        if kind == "collected":
+            if self.collected is None:
+                self.collected = ev["count"]
+        elif kind == "start":
+            self.running = (ev["nodeid"], ev["time"])
+        elif kind == "result":
+            nid = ev["nodeid"]
+            prev = self.results.get(nid)
+            if prev is None or _OUTCOME_ORDER[ev["outcome"]] > _OUTCOME_ORDER[prev["outcome"]]:
+                self.results[nid] = ev
+            if prev is None:
+                self._new_result(ev)
+            self.running = None
+        elif kind == "finished":
+            self.finished = True
+
+    def _kill_hung_test(self, proc) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        nid = self.running[0]
+        limit = self.args.timeout + 60
+        self.results[nid] = {"nodeid": nid, "class": nid.split("::")[-2], "outcome": "error",
+                             "duration": limit,
+                             "message": f"hang: killed by the runner's watchdog after {limit} s"}
+        self.done_count += 1
+        print(f"  ERROR   {nid}: hang, killed after {limit} s", flush=True)
+        self.running = None
+
+    def watch(self, proc) -> int:
+        """Reads the events of one pytest process until it exits (or is killed: lingering after
+        pytest finished, or a test past its timeout by a minute); its exit code."""
+        pos = 0
+        self.running = None
+        self.finished = False
+        finished_at: float | None = None
+        while True:
+            rc = proc.poll()
+            events, pos = _read_events(self.results_path, pos)
+            for ev in events:
+                self.take(ev)
+            if rc is not None:
+                events, pos = _read_events(self.results_path, pos)
+                if any(e.get("event") == "finished" for e in events):
+                    self.finished = True
+                for ev in events:
+                    if ev.get("event") == "result" and ev["nodeid"] not in self.results:
+                        self.results[ev["nodeid"]] = ev
+                        self.done_count += 1
+                return rc
+            if self.finished and finished_at is None:
+                finished_at = time.time()
+            if finished_at is not None and time.time() - finished_at > 30:
+                # pytest is done but the process lingers (children a test spawned and left
+                # hanging, e.g. OpenReg's IPC tests): end it with its process group.
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return proc.returncode
+            if self.running is not None and time.time() - self.running[1] > self.args.timeout + 60:
+                self._kill_hung_test(proc)
+                return -9
+            time.sleep(0.5)
+
+    def resumable(self, rc: int) -> bool:
+        """After a process that did not finish: whether a new one resumes the file (the test it
+        died in recorded as an error), or nothing can be resumed (it died outside a test)."""
+        if self.running is not None and self.running[0] not in self.results:
+            nid = self.running[0]
+            self.results[nid] = {"nodeid": nid, "class": nid.split("::")[-2], "outcome": "error",
+                                 "duration": time.time() - self.running[1],
+                                 "message": f"the pytest process died in this test (exit {rc})"}
+            self.done_count += 1
+            print(f"  ERROR   {nid}: process died (exit {rc})", flush=True)
+            return True
+        if rc == -9:
+            return True
+        # died outside a test (collection error, interpreter exit): nothing to resume
+        if not self.results:
+            tail = open(self.log_path).read()[-2000:]
+            self.results["<collection>"] = {"nodeid": f"{self.rel}::<collection>",
+                                            "class": "<collection>", "outcome": "error",
+                                            "duration": 0, "message": _collection_error(tail)}
+        return False
+
+
+def _run_file(rel: str, args, upstream: str, logs: str) -> dict:
+    run = _FileRun(rel, args, logs)
+    control = _file_filters(rel, args)
+    control["sys_path"] = [os.path.dirname(os.path.join(upstream, rel))]
+    env = _file_env(rel, args, run.results_path, run.control_path)
+    run.start = time.time()
     restarts = 0
-    done_count = 0
     while True:
-        control["done"] = sorted(results)
-        with open(control_path, "w") as f:
+        control["done"] = sorted(run.results)
+        with open(run.control_path, "w") as f:
             json.dump(control, f)
-        cmd = [sys.executable, "-m", "pytest", rel, "-p", "upstream_plugin", "-q",
-               "-p", "no:cacheprovider", "--rootdir", upstream, "-c", os.devnull,
-               f"--timeout={args.timeout}", "--timeout-method=signal"]
-        # No -W filters: tests count warnings under Python's default filter
-        # (test_warn_invalid_degrees_of_freedom, test_bool_indices...); torchtpu's once-per-op
-        # fallback warning is silenced with TORCHTPU_FALLBACK=silent instead.
-        for k in args.k:
-            cmd += ["-k", k]
-        with open(log_path, "a") as log:
+        cmd = _pytest_command(rel, args, upstream)
+        with open(run.log_path, "a") as log:
             log.write(f"\n=== {' '.join(cmd)}\n")
             log.flush()
             proc = subprocess.Popen(cmd, cwd=upstream, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
-            pos = 0
-            running: tuple[str, float] | None = None
-            finished = False
-            finished_at: float | None = None
-            while True:
-                rc = proc.poll()
-                events, pos = _read_events(results_path, pos)
-                for ev in events:
-                    kind = ev.get("event")
-                    if kind == "collected":
-                        if collected is None:
-                            collected = ev["count"]
-                    elif kind == "start":
-                        running = (ev["nodeid"], ev["time"])
-                    elif kind == "result":
-                        nid = ev["nodeid"]
-                        prev = results.get(nid)
-                        if prev is None or order[ev["outcome"]] > order[prev["outcome"]]:
-                            results[nid] = ev
-                        if prev is None:
-                            done_count += 1
-                            if ev["outcome"] in ("failed", "error", "xpassed") and not args.quiet:
-                                print(f"  {ev['outcome'].upper():7s} {nid}: {ev['message'][:160]}",
-                                      flush=True)
-                            if done_count % 25 == 0 and not args.quiet:
-                                el = time.time() - start
-                                total = (collected or 0)
-                                eta = (el / done_count * (total - done_count)) if total else 0
-                                print(f"  [{rel}] {done_count}/{total or '?'} tests, "
-                                      f"{el:.0f} s, ETA {eta:.0f} s", flush=True)
-                        running = None
-                    elif kind == "finished":
-                        finished = True
-                if rc is not None:
-                    events, pos = _read_events(results_path, pos)
-                    if any(e.get("event") == "finished" for e in events):
-                        finished = True
-                    for ev in events:
-                        if ev.get("event") == "result" and ev["nodeid"] not in results:
-                            results[ev["nodeid"]] = ev
-                            done_count += 1
-                    break
-                if finished and finished_at is None:
-                    finished_at = time.time()
-                if finished_at is not None and time.time() - finished_at > 30:
-                    # pytest is done but the process lingers (children a test spawned and left
-                    # hanging, e.g. OpenReg's IPC tests): end it with its process group.
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    rc = proc.returncode
-                    break
-                if running is not None and time.time() - running[1] > args.timeout + 60:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                    nid = running[0]
-                    results[nid] = {"nodeid": nid, "class": nid.split("::")[-2],
-                                    "outcome": "error", "duration": args.timeout + 60,
-                                    "message": f"hang: killed by the runner's watchdog after "
-                                               f"{args.timeout + 60} s"}
-                    done_count += 1
-                    print(f"  ERROR   {nid}: hang, killed after {args.timeout + 60} s", flush=True)
-                    running = None
-                    rc = -9
-                    break
-                time.sleep(0.5)
-        if finished or rc == 5 and not results:
+            rc = run.watch(proc)
+        if run.finished or rc == 5 and not run.results:
             break
-        if running is not None and running[0] not in results:
-            nid = running[0]
-            results[nid] = {"nodeid": nid, "class": nid.split("::")[-2], "outcome": "error",
-                            "duration": time.time() - running[1],
-                            "message": f"the pytest process died in this test (exit {rc})"}
-            done_count += 1
-            print(f"  ERROR   {nid}: process died (exit {rc})", flush=True)
-        elif rc == -9:
-            pass
-        else:
-            # died outside a test (collection error, interpreter exit): nothing to resume
-            if not results:
-                tail = open(log_path).read()[-2000:]
-                results["<collection>"] = {"nodeid": f"{rel}::<collection>", "class": "<collection>",
-                                           "outcome": "error", "duration": 0,
-                                           "message": _collection_error(tail)}
+        if not run.resumable(rc):
             break
         restarts += 1
         if restarts > args.max_restarts:
             print(f"  giving up on {rel} after {restarts} restarts", flush=True)
             break
-    return {"results": results, "wall_s": round(time.time() - start, 1),
-            "collected": collected, "restarts": restarts, "log": os.path.relpath(log_path, _REPO)}
+    return {"results": run.results, "wall_s": round(time.time() - run.start, 1),
+            "collected": run.collected, "restarts": restarts,
+            "log": os.path.relpath(run.log_path, _REPO)}
 
 
 def _collection_error(tail: str) -> str:
@@ -503,79 +515,78 @@ def _select(args, upstream: str) -> list[str]:
     return out
 
 
-def main(argv=None) -> int:
-    args = _parse(argv)
-    if args.json is None:
-        args.json = _DEFAULT_JSON if not args.k or args.show else \
-            _DEFAULT_JSON.replace(".json", ".partial.json")
-    upstream = os.path.abspath(args.upstream_dir)
-    logs = os.path.join(upstream, "logs")
-    os.makedirs(logs, exist_ok=True)
-    selected = _select(args, upstream)
-    if args.show:
-        with open(args.json) as f:
-            data = json.load(f)
-        for mode, files in data.get("runs", {}).items():
-            for rel, summary in files.items():
-                print(f"\n[{mode}]", end="")
-                _print_table(rel, summary)
-                for fail in summary.get("failures", []):
-                    print(f"    {fail['outcome']:7s} {fail['id'].split('::', 1)[-1]}: "
-                          f"{fail['error'][:150]}")
-        return 0
-    if args.list or not selected:
-        for name, src in SOURCES.items():
-            path = os.path.join(upstream, name)
-            state = "missing"
-            if os.path.exists(path):
-                state = "ok" if _sha256(path) == src["sha256"] else "present, other copy"
-            print(f"{name:24s} {state:20s} pytorch/pytorch:{src['path']} "
-                  f"@{src.get('commit') or 'id ' + src.get('id', '?')}")
-        for name in _openreg_files(upstream):
-            src = OPENREG_SOURCES.get(name, {})
-            ok = _sha256(os.path.join(upstream, "openreg", name)) == src.get("sha256")
-            print(f"openreg/{name:16s} {'ok' if ok else 'present, other copy':20s} "
-                  f"pytorch/pytorch:{_OPENREG_DIR}/{name} @{src.get('commit', '?')}")
-        if not selected:
-            print(f"no test files in {upstream}: see docs/testing.md", file=sys.stderr)
-            return 2
-        return 0
-    if any(s.startswith("openreg") for s in selected):
-        _prepare_openreg(upstream)
-    summaries = {}
-    for rel in selected:
-        local = rel
-        if rel.startswith("openreg/"):
-            local = rel.replace("openreg/", "openreg_tpu/", 1)
-        path = os.path.join(upstream, local)
-        if not os.path.exists(path):
-            print(f"{rel}: missing in {upstream} (see docs/testing.md)", file=sys.stderr)
-            continue
-        is_openreg = rel.startswith("openreg/")
-        src = OPENREG_SOURCES.get(os.path.basename(rel)) if is_openreg else SOURCES.get(rel)
-        stored = os.path.join(upstream, rel)  # the stored copy (OpenReg: before adaptation)
-        if src and _sha256(stored) != src["sha256"]:
-            print(f"{rel}: not the copy this runner was written against (SHA-256 differs)",
-                  file=sys.stderr)
-        print(f"== {rel} ({args.mode} eager)", flush=True)
-        na_reason = OPENREG_NOT_APPLICABLE_FILES.get(os.path.basename(rel)) \
-            if rel.startswith("openreg/") else None
-        if na_reason:
-            nid = f"{local}::<file>"
-            run = {"results": {nid: {"nodeid": nid, "class": "<file>", "outcome": "not_applicable",
-                                     "message": na_reason}},
-                   "wall_s": 0.0, "collected": 0, "restarts": 0, "log": ""}
-            summaries[rel] = _summarize(run)
-            summaries[rel]["log"] = ""
-            _print_table(rel, summaries[rel])
-            continue
+def _show(args) -> int:
+    """--show: the tables and failures of the results file."""
+    with open(args.json) as f:
+        data = json.load(f)
+    for mode, files in data.get("runs", {}).items():
+        for rel, summary in files.items():
+            print(f"\n[{mode}]", end="")
+            _print_table(rel, summary)
+            for fail in summary.get("failures", []):
+                print(f"    {fail['outcome']:7s} {fail['id'].split('::', 1)[-1]}: "
+                      f"{fail['error'][:150]}")
+    return 0
+
+
+def _list(upstream: str, selected) -> int:
+    """--list (or no file to run): each file, whether it is the expected copy, its source."""
+    for name, src in SOURCES.items():
+        path = os.path.join(upstream, name)
+        state = "missing"
+        if os.path.exists(path):
+            state = "ok" if _sha256(path) == src["sha256"] else "present, other copy"
+        print(f"{name:24s} {state:20s} pytorch/pytorch:{src['path']} "
+              f"@{src.get('commit') or 'id ' + src.get('id', '?')}")
+    for name in _openreg_files(upstream):
+        src = OPENREG_SOURCES.get(name, {})
+        ok = _sha256(os.path.join(upstream, "openreg", name)) == src.get("sha256")
+        print(f"openreg/{name:16s} {'ok' if ok else 'present, other copy':20s} "
+              f"pytorch/pytorch:{_OPENREG_DIR}/{name} @{src.get('commit', '?')}")
+    if not selected:
+        print(f"no test files in {upstream}: see docs/testing.md", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _run_selected(rel: str, args, upstream: str, logs: str) -> dict | None:
+    """One selected file run (or reported not applicable): its summary, printed; None if the
+    file is missing."""
+    local = rel
+    if rel.startswith("openreg/"):
+        local = rel.replace("openreg/", "openreg_tpu/", 1)
+    path = os.path.join(upstream, local)
+    if not os.path.exists(path):
+        print(f"{rel}: missing in {upstream} (see docs/testing.md)", file=sys.stderr)
+        return None
+    is_openreg = rel.startswith("openreg/")
+    src = OPENREG_SOURCES.get(os.path.basename(rel)) if is_openreg else SOURCES.get(rel)
+    stored = os.path.join(upstream, rel)  # the stored copy (OpenReg: before adaptation)
+    if src and _sha256(stored) != src["sha256"]:
+        print(f"{rel}: not the copy this runner was written against (SHA-256 differs)",
+              file=sys.stderr)
+    print(f"== {rel} ({args.mode} eager)", flush=True)
+    na_reason = OPENREG_NOT_APPLICABLE_FILES.get(os.path.basename(rel)) if is_openreg else None
+    if na_reason:
+        nid = f"{local}::<file>"
+        run = {"results": {nid: {"nodeid": nid, "class": "<file>", "outcome": "not_applicable",
+                                 "message": na_reason}},
+               "wall_s": 0.0, "collected": 0, "restarts": 0, "log": ""}
+        summary = _summarize(run)
+        summary["log"] = ""
+    else:
         head = _git_head()  # the library may be rebuilt while a long run goes on
         run = _run_file(local, args, upstream, logs)
-        summaries[rel] = _summarize(run)
-        summaries[rel]["torchtpu"] = head
-        summaries[rel]["log"] = run["log"]
-        _print_table(rel, summaries[rel])
-    # JSON, merged with the file's other entries, under a lock (runs may end at the same time)
+        summary = _summarize(run)
+        summary["torchtpu"] = head
+        summary["log"] = run["log"]
+    _print_table(rel, summary)
+    return summary
+
+
+def _write_results(args, upstream: str, logs: str, summaries: dict) -> None:
+    """The JSON, merged with the file's other entries, under a lock (runs may end at the same
+    time)."""
     import fcntl
 
     import torch
@@ -603,38 +614,32 @@ def main(argv=None) -> int:
             json.dump(data, f, indent=1, sort_keys=True)
             f.write("\n")
         os.replace(tmp, args.json)
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    if args.json is None:
+        args.json = _DEFAULT_JSON if not args.k or args.show else \
+            _DEFAULT_JSON.replace(".json", ".partial.json")
+    upstream = os.path.abspath(args.upstream_dir)
+    logs = os.path.join(upstream, "logs")
+    os.makedirs(logs, exist_ok=True)
+    selected = _select(args, upstream)
+    if args.show:
+        return _show(args)
+    if args.list or not selected:
+        return _list(upstream, selected)
+    if any(s.startswith("openreg") for s in selected):
+        _prepare_openreg(upstream)
+    summaries = {}
+    for rel in selected:
+        summary = _run_selected(rel, args, upstream, logs)
+        if summary is not None:
+            summaries[rel] = summary
+    _write_results(args, upstream, logs, summaries)
     print(f"\nresults: {os.path.relpath(args.json, _REPO)}")
     return 0
 
-
-# OpenReg test file (build/upstream/openreg/<name>, from <_OPENREG_DIR>/<name>) -> (stored commit
-# the tool named, characters, SHA-256). The files are of several commits, all of them newer than
-# torch 2.13's OpenReg.
-_OPENREG_ROWS = {
-    "test_autocast.py": ("1a77ceaeb46f211facc0f32832597750b269bf74", 1408, "00744a6a125e1bb897e69445d9296e616c4f58c0d5ddf263824c632d33aa3022"),
-    "test_autograd.py": ("248ab79e343e16af35e2809e7ea5a559003b389e", 1076, "94a1be850782b0aebaabd5a79aaa55d3f70780012325660307e0f527ee9b6d02"),
-    "test_compile.py": ("007239ee87e5a23135b8bc067560377378bfbfee", 7357, "84b977b3b5207e320d2773082951c7d7dd0a54e5f07a4c4a22555d9bf6e00171"),
-    "test_device.py": ("0f73d8fb15625b81f8035a82b1f15ba535e592de", 14042, "5d84706e9f4edba766836409a603aacac697dee59994d4aed242236261035102"),
-    "test_device_type.py": ("b8ed89c9175fbbcc82bfd393d414e5a9562be060", 8367, "8533c019c7fad3334033db5b82ba04a7ad0de843f7e720e4d21b2da45fd083dc"),
-    "test_distributed.py": ("123527f6f7b16502625d521cba47169c7c675fa5", 3401, "fddb3322543b6f1ad0f1a2e34eb332e0a5258be884a4f945c6cf738db747d3c0"),
-    "test_event.py": ("0f73d8fb15625b81f8035a82b1f15ba535e592de", 11616, "898711186b21124e13fabc6426302fb9c12125b9f61b90b9ee696faed402daa2"),
-    "test_ipc.py": ("e6983c9205c75d77d52e60fb67501d0787d47f1b", 7799, "a938b2b9aaaf8860856d3784bc57e40c566009f5bff24c0aa1cd7a1a30142949"),
-    "test_memory.py": ("022e153b0d16d619a7afcd9e17394beeecae3d9b", 17819, "0e92c23fe6473161ebf62e85e64acb88d0d625534a27abafe99e00a448dd30b3"),
-    "test_misc.py": ("1deb726328daf1bca21a137820cc17e4211c3c38", 9588, "06f4b0a2a5eff0e38a3b761bcbaae4865711d2b59e96ba0b615e4cad7d21bf70"),
-    "test_opinfo.py": ("0aef7d2ce2d6879b37cc8af2b045c34d73289d19", 6309, "28738e615478cdcc851f06e2ab4dd5b42872606651a3b952391c4ae0ebad4573"),
-    "test_ops.py": ("08289702bf50ae5405cfb82b863dcbb266a14daf", 27201, "df5ebaff2add1cba6b687371defd75bd5f8c47632a0ca9123cff40232e5d0e4c"),
-    "test_profiler.py": ("0104bfb6f8f8c233228584a4faec409ad1482d75", 21869, "72a0d71e660695a3e01622721caaf5f097b2be89d36b240ceb38826fb741657f"),
-    "test_rng.py": ("1effc28d7c131c9004106260026e2dcc66080ff3", 1640, "67d09c7cc35506143a7ca661a9d6ee5e62df097143e6a4bfc1b84a0c9210ef56"),
-    "test_rnn.py": ("2868a43d10604208f63ce3f56f9f02ea352508e3", 5331, "fd8508e6e3d639bf3cc137ca9b163a7151c8bbb28843c04a40c5410985ebd43c"),
-    "test_sdpa.py": ("60dc3e8e2519d2a340fc67e555b979d885950a95", 3823, "bcfa1452bbb008ab4a31eac9434f4749d103edfa522a72bde3b5e93a83c81ae9"),
-    "test_storage.py": ("3922f4d589bb3b4b6f803f67707522148556aeaa", 13575, "1fa400c81c9f25cad417da81d117ec63cf665e37daebc3fbffb246ffe5ea38d4"),
-    "test_streams.py": ("07ddd06eb45abc5dbdd57bbacb10aed83d5165ff", 2419, "34998fddbb08234db14fbfc4ee93437fb538565af429fc5a9da634cd4de1284d"),
-    "test_testing.py": ("0046565d83ea02088f1735bb7bcf35e1cbaceada", 1897, "43b7b09a2c1f74bd92ba4c0bdf56146e223315a11e2c8b08added1317418c99c"),
-    "test_utils.py": ("248ab79e343e16af35e2809e7ea5a559003b389e", 565, "eea7e43f7175496459e55c265a31b72aede6aba141786b3ef78dd770691c40a7"),
-}
-OPENREG_SOURCES: dict[str, dict] = {
-    name: {"commit": c, "chars": n, "sha256": h} for name, (c, n, h) in _OPENREG_ROWS.items()
-}
 
 if __name__ == "__main__":
     sys.exit(main())
