@@ -260,52 +260,8 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
         kind = st["kind"]
         if contiguous_random and kind in ("dropout", "random"):
             x = x.contiguous()
-        if kind == "unary":
-            pool.append(unary(st["op"], x))
-        elif kind == "binary":
-            pool.append(binary(st["op"], x, y) if broadcastable(x, y) else unary("relu", x))
-        elif kind == "scalar":
-            pool.append(x * st["s"] + (st["s"] / 3))
-        elif kind == "collective":
-            pool.append(collective(x, st))
-        elif kind == "reduce":
-            if x.dim() == 0:
-                pool.append(x + 1)
-            elif st["r"] < 0.4:
-                pool.append(x.sum(dim=-1, keepdim=st["r"] < 0.2))
-            elif st["r"] < 0.7:
-                pool.append(x.amax(dim=0))
-            else:
-                pool.append(x.mean())
-        elif kind == "matmul":
-            if x.dim() == 2:
-                pool.append(x @ x.t().contiguous())
-            elif x.dim() == 3 and st["r"] < 0.5:
-                # a linear layer on [batch, seq, features]: one matmul of the flattened input,
-                # viewed back, with a (strided) bias; later element-wise ops are its epilogue
-                pool.append(torch.nn.functional.linear(x, x[0], x[0, :, 0]))
-            else:
-                pool.append(x.flatten().dot(x.flatten()).reshape(1))
-        elif kind == "attention":
-            # the tokens of x attending to themselves: value heads half as long as the query's
-            # when r < 0.5 (multi-head latent attention's shapes), causal when r < 0.3
-            if x.dim() == 0 or x.shape[-1] < 2:
-                pool.append(x + 1)
-            else:
-                q = x.reshape(1, 1, -1, x.shape[-1])
-                v = q[..., : q.shape[-1] // 2] if st["r"] < 0.5 else q.sin()
-                # (.contiguous(): the output's layout is the chosen kernel's, not one of PyTorch's
-                # semantics: the CPU's math path pads and narrows it, CUDA's and tpu's fused
-                # kernels lay it out like the query)
-                pool.append(torch.nn.functional.scaled_dot_product_attention(
-                    q, q.flip(2) * 0.5, v, is_causal=st["r"] < 0.3).contiguous())
-        elif kind == "view":
-            if x.dim() >= 2 and st["r"] < 0.5:
-                pool.append(x.transpose(0, 1))
-            elif x.dim() >= 1 and x.shape[0] > 1:
-                pool.append(x[::2])
-            else:
-                pool.append(x.reshape(-1))
+        if kind in VALUE_KINDS:
+            _value_step(kind, st, x, y, pool)
         elif kind == "inplace":
             if broadcastable(x, y) and torch.broadcast_shapes(x.shape, y.shape) == x.shape and x is not y:
                 if st["r"] < 0.3:
@@ -324,9 +280,6 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                                         value=st["s"])
             else:
                 torch._foreach_lerp_(lst, [t * 0.5 for t in lst], 0.3)
-        elif kind == "foreach_unary":
-            roots = torch._foreach_sqrt(torch._foreach_add([x.abs(), y.abs()], 1.0))
-            pool.append(roots[0] * roots[1] if broadcastable(x, y) else roots[0])
         elif kind == "inplace_view":
             if st["r"] < 0.25:
                 # an in-place op between in-place metadata changes (dropout3d of an unbatched
@@ -338,12 +291,6 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
                 x[1:].mul_(st["s"]).add_(0.5)  # a view of the base, updated in place
             else:
                 x.add_(st["s"])
-        elif kind == "cast":
-            pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
-        elif kind == "complex":  # through complex128 and back
-            z = torch.complex(x.double(), (x * 0.5).double())
-            z = (z * 2 + 1) * z - 0.5
-            pool.append(z.abs().float() if st["r"] < 0.5 else z.real.float())
         elif kind == "dropout":
             # on views too: the mask is laid out like the input, as on the CPU
             if device == "cpu":  # native_dropout's CPU kernel, with the device generator
@@ -383,6 +330,82 @@ def run_steps(steps, pool, device: str, device_gen, contiguous_random: bool = Fa
         elif kind == "read":
             reads.append(float(x.sum().item()))  # a host read in the middle of the program
     return pool, reads, events
+
+
+# Step kinds that append one new tensor computed from their operands (_value_step). The others
+# (in-place updates, random draws, host round trips, errors) stay in run_steps' own frame:
+# Dynamo cuts a compiled program at a graph break in the frame where it happens, and a break
+# inside a called function would cut the fuzzer's compiled programs elsewhere.
+VALUE_KINDS = ("unary", "binary", "scalar", "collective", "reduce", "matmul", "attention", "view",
+              "cast", "complex", "foreach_unary")
+
+
+def _value_step(kind, st, x, y, pool):
+    """Appends the step's new tensor to the pool.
+
+    Its frame is invisible to Dynamo (skip_code below), as if its code were still written inside
+    run_steps: traced, it is inlined into run_steps' graph; where Dynamo gives up on run_steps
+    (a host read inside its loop) and runs it eagerly, this frame runs eagerly too, and only the
+    functions it calls are compiled as graphs of their own, so that the compiled programs, and
+    what the regression seeds of test_compile_programs.py exercise, stay those of one function."""
+    if kind == "unary":
+        pool.append(unary(st["op"], x))
+    elif kind == "binary":
+        pool.append(binary(st["op"], x, y) if broadcastable(x, y) else unary("relu", x))
+    elif kind == "scalar":
+        pool.append(x * st["s"] + (st["s"] / 3))
+    elif kind == "collective":
+        pool.append(collective(x, st))
+    elif kind == "reduce":
+        if x.dim() == 0:
+            pool.append(x + 1)
+        elif st["r"] < 0.4:
+            pool.append(x.sum(dim=-1, keepdim=st["r"] < 0.2))
+        elif st["r"] < 0.7:
+            pool.append(x.amax(dim=0))
+        else:
+            pool.append(x.mean())
+    elif kind == "matmul":
+        if x.dim() == 2:
+            pool.append(x @ x.t().contiguous())
+        elif x.dim() == 3 and st["r"] < 0.5:
+            # a linear layer on [batch, seq, features]: one matmul of the flattened input,
+            # viewed back, with a (strided) bias; later element-wise ops are its epilogue
+            pool.append(torch.nn.functional.linear(x, x[0], x[0, :, 0]))
+        else:
+            pool.append(x.flatten().dot(x.flatten()).reshape(1))
+    elif kind == "attention":
+        # the tokens of x attending to themselves: value heads half as long as the query's
+        # when r < 0.5 (multi-head latent attention's shapes), causal when r < 0.3
+        if x.dim() == 0 or x.shape[-1] < 2:
+            pool.append(x + 1)
+        else:
+            q = x.reshape(1, 1, -1, x.shape[-1])
+            v = q[..., : q.shape[-1] // 2] if st["r"] < 0.5 else q.sin()
+            # (.contiguous(): the output's layout is the chosen kernel's, not one of PyTorch's
+            # semantics: the CPU's math path pads and narrows it, CUDA's and tpu's fused
+            # kernels lay it out like the query)
+            pool.append(torch.nn.functional.scaled_dot_product_attention(
+                q, q.flip(2) * 0.5, v, is_causal=st["r"] < 0.3).contiguous())
+    elif kind == "view":
+        if x.dim() >= 2 and st["r"] < 0.5:
+            pool.append(x.transpose(0, 1))
+        elif x.dim() >= 1 and x.shape[0] > 1:
+            pool.append(x[::2])
+        else:
+            pool.append(x.reshape(-1))
+    elif kind == "cast":
+        pool.append(x.to(torch.bfloat16).to(torch.float32) if st["r"] < 0.5 else (x > 0).to(torch.float32))
+    elif kind == "complex":  # through complex128 and back
+        z = torch.complex(x.double(), (x * 0.5).double())
+        z = (z * 2 + 1) * z - 0.5
+        pool.append(z.abs().float() if st["r"] < 0.5 else z.real.float())
+    elif kind == "foreach_unary":
+        roots = torch._foreach_sqrt(torch._foreach_add([x.abs(), y.abs()], 1.0))
+        pool.append(roots[0] * roots[1] if broadcastable(x, y) else roots[0])
+
+
+torch._dynamo.eval_frame.skip_code(_value_step.__code__)
 
 
 def check(seed: int, modes=("debug", "strict", "fused"), length: int = 12, show: bool = False,
