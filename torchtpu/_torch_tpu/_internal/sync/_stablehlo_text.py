@@ -277,18 +277,10 @@ def _prod(xs) -> int:
     return p
 
 
-def plan_view(src_sizes, src_strides, src_offset, dst_sizes, dst_strides, dst_offset):
-    """Steps from a value with the geometry `src` to the view `dst` of the same storage, or None
-    when they cannot be written as slices, reshapes, transposes and broadcasts. Steps:
-    ("slice", starts, limits), ("reshape", sizes), ("transpose", perm),
-    ("broadcast", dims, sizes)."""
-    src_sizes, src_strides = list(src_sizes), list(src_strides)
-    dst_sizes, dst_strides = list(dst_sizes), list(dst_strides)
-    if (src_sizes, src_strides, src_offset) == (dst_sizes, dst_strides, dst_offset):
-        return []
-    if _prod(dst_sizes) == 0 or _prod(src_sizes) == 0:
-        return None
-    steps = []
+def _value_in_storage_order(steps, src_sizes, src_strides):
+    """Steps taking the value to its dimensions above 1 in storage order (decreasing stride),
+    its broadcast dimensions cut to one element; (shape, sizes, strides) of the result, or None
+    when the value overlaps itself."""
     shape = list(src_sizes)
     rank = len(shape)
     # The value's broadcast dimensions hold one element each.
@@ -310,6 +302,92 @@ def plan_view(src_sizes, src_strides, src_offset, dst_sizes, dst_strides, dst_of
     if csizes != shape:
         steps.append(("reshape", csizes))
         shape = csizes
+    return shape, csizes, cstrides
+
+
+def _slice_of_value(rel, csizes, cstrides, n, t):
+    """(starts, extents) when each dimension of the view (sizes n, strides t, in storage order,
+    `rel` elements after the value's start) is one of the value's (which may be strided itself),
+    the others cut to one element; else None."""
+    position = {st: k for k, st in enumerate(cstrides)}
+    if not all(st in position for st in t):
+        return None
+    starts, rem = [], rel
+    for st in cstrides:
+        starts.append(rem // st)
+        rem -= starts[-1] * st
+    extents = [1] * len(cstrides)
+    for st, nk in zip(t, n):
+        extents[position[st]] = nk
+    if rem == 0 and all(0 <= s and s + x <= c for s, x, c in zip(starts, extents, csizes)):
+        return starts, extents
+    return None
+
+
+def _rows_of_storage(steps, shape, rel, csizes, cstrides, n, t):
+    """Steps through the storage's elements in order (the value must be contiguous): the
+    elements from the view's first row on, cut into rows of its outer stride, then sliced; the
+    resulting shape, or None when the view cannot be written so."""
+    expected = 1
+    for sz, st in zip(reversed(csizes), reversed(cstrides)):
+        if st != expected:
+            return None
+        expected *= sz
+    total = _prod(csizes)
+    if shape != [total]:
+        steps.append(("reshape", [total]))
+    if not t:  # one element
+        if rel >= total:
+            return None
+        steps.append(("slice", [rel], [rel + 1]))
+        steps.append(("reshape", []))
+        return []
+    # Dimensions of the view that are contiguous with each other count as one.
+    mn, mt = [], []
+    for nk, tk in zip(n, t):
+        if mt and mt[-1] == tk * nk:
+            mn[-1] *= nk
+            mt[-1] = tk
+        else:
+            mn.append(nk)
+            mt.append(tk)
+    bs = mt + ([] if mt[-1] == 1 else [1])
+    if any(a % b for a, b in zip(bs, bs[1:])):
+        return None
+    base = [mn[0]] + [bs[j - 1] // bs[j] for j in range(1, len(bs))]
+    first = rel if len(bs) == 1 else (rel // bs[0]) * bs[0]
+    length = mn[0] * bs[0]
+    if first + length > total:
+        return None
+    idx, rem = [], rel - first
+    for j in range(1, len(bs)):
+        idx.append(rem // bs[j])
+        rem %= bs[j]
+    extents = mn[1:] + ([1] if len(bs) > len(mt) else [])
+    if any(i + e > b for i, e, b in zip(idx, extents, base[1:])):
+        return None
+    steps.append(("slice", [first], [first + length]))
+    steps.append(("reshape", base))
+    steps.append(("slice", [0] + idx, [mn[0]] + [i + e for i, e in zip(idx, extents)]))
+    return [mn[0]] + extents
+
+
+def plan_view(src_sizes, src_strides, src_offset, dst_sizes, dst_strides, dst_offset):
+    """Steps from a value with the geometry `src` to the view `dst` of the same storage, or None
+    when they cannot be written as slices, reshapes, transposes and broadcasts. Steps:
+    ("slice", starts, limits), ("reshape", sizes), ("transpose", perm),
+    ("broadcast", dims, sizes)."""
+    src_sizes, src_strides = list(src_sizes), list(src_strides)
+    dst_sizes, dst_strides = list(dst_sizes), list(dst_strides)
+    if (src_sizes, src_strides, src_offset) == (dst_sizes, dst_strides, dst_offset):
+        return []
+    if _prod(dst_sizes) == 0 or _prod(src_sizes) == 0:
+        return None
+    steps = []
+    value = _value_in_storage_order(steps, src_sizes, src_strides)
+    if value is None:
+        return None
+    shape, csizes, cstrides = value
     # The view in storage order.
     dkeep = [i for i in range(len(dst_sizes)) if dst_sizes[i] > 1 and dst_strides[i] != 0]
     dorder = sorted(dkeep, key=lambda i: -dst_strides[i])
@@ -320,76 +398,18 @@ def plan_view(src_sizes, src_strides, src_offset, dst_sizes, dst_strides, dst_of
     rel = dst_offset - src_offset
     if rel < 0:
         return None
-    direct = None
-    position = {st: k for k, st in enumerate(cstrides)}
-    if all(st in position for st in t):
-        # A slice of the value (which may be strided itself): each dimension of the view is one
-        # of the value's, the others are cut to one element.
-        starts, rem = [], rel
-        for st in cstrides:
-            starts.append(rem // st)
-            rem -= starts[-1] * st
-        extents = [1] * len(cstrides)
-        for st, nk in zip(t, n):
-            extents[position[st]] = nk
-        if rem == 0 and all(0 <= s and s + x <= c for s, x, c in zip(starts, extents, csizes)):
-            direct = (starts, extents)
+    direct = _slice_of_value(rel, csizes, cstrides, n, t)
     if direct is not None:
         starts, extents = direct
         steps.append(("slice", starts, [s + x for s, x in zip(starts, extents)]))
         shape = list(extents)
-        if shape != n:
-            steps.append(("reshape", list(n)))
-            shape = list(n)
     else:
-        # Through the storage's elements in order: the value must be contiguous.
-        expected = 1
-        for sz, st in zip(reversed(csizes), reversed(cstrides)):
-            if st != expected:
-                return None
-            expected *= sz
-        total = _prod(csizes)
-        if shape != [total]:
-            steps.append(("reshape", [total]))
-        if not t:  # one element
-            if rel >= total:
-                return None
-            steps.append(("slice", [rel], [rel + 1]))
-            steps.append(("reshape", []))
-            shape = []
-        else:
-            # Dimensions of the view that are contiguous with each other count as one; the
-            # elements from the view's first row on are cut into rows of its outer stride.
-            mn, mt = [], []
-            for nk, tk in zip(n, t):
-                if mt and mt[-1] == tk * nk:
-                    mn[-1] *= nk
-                    mt[-1] = tk
-                else:
-                    mn.append(nk)
-                    mt.append(tk)
-            bs = mt + ([] if mt[-1] == 1 else [1])
-            if any(a % b for a, b in zip(bs, bs[1:])):
-                return None
-            base = [mn[0]] + [bs[j - 1] // bs[j] for j in range(1, len(bs))]
-            first = rel if len(bs) == 1 else (rel // bs[0]) * bs[0]
-            length = mn[0] * bs[0]
-            if first + length > total:
-                return None
-            idx, rem = [], rel - first
-            for j in range(1, len(bs)):
-                idx.append(rem // bs[j])
-                rem %= bs[j]
-            extents = mn[1:] + ([1] if len(bs) > len(mt) else [])
-            if any(i + e > b for i, e, b in zip(idx, extents, base[1:])):
-                return None
-            steps.append(("slice", [first], [first + length]))
-            steps.append(("reshape", base))
-            steps.append(("slice", [0] + idx, [mn[0]] + [i + e for i, e in zip(idx, extents)]))
-            shape = [mn[0]] + extents
-            if shape != n:
-                steps.append(("reshape", list(n)))
-                shape = list(n)
+        shape = _rows_of_storage(steps, shape, rel, csizes, cstrides, n, t)
+        if shape is None:
+            return None
+    if shape != n:
+        steps.append(("reshape", list(n)))
+        shape = list(n)
     # Back to the view's order of dimensions, its dimensions of size 1, its broadcasts.
     by_index = sorted(range(len(dorder)), key=lambda k: dorder[k])
     if by_index != list(range(len(dorder))):
