@@ -328,7 +328,7 @@ def print_dynamic(dyn):
               f"{b['replay_step_host_s'][i] * 1e3:6.0f} ms")
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
@@ -337,94 +337,88 @@ def main():
                         help="only the dynamic-shapes part (buckets), kept in the JSON of the "
                              "last full run")
     parser.add_argument("--compile-time-child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.compile_time_child:
-        return compile_time_child(args.quick)
-    if args.dynamic_only:
-        dyn = dynamic_lengths(DYNAMIC_LENGTHS, args.quick)
-        print_dynamic(dyn)
-        path = common.RESULTS / ("compile" + ("_quick" if args.quick else "") + ".json")
-        last = json.loads(path.read_text()) if path.exists() else {}
-        last.pop("benchmark", None)
-        last.pop("machine", None)
-        common.write_json(path.stem, {**last, "dynamic": dyn})
-        plot_dynamic(dyn, path.stem)
-        return
-    n = 1024 if args.quick else 4096
-    makers = {
-        "a_elementwise_chain": chain_case(n),
-        "b_relu_matmul_add": seed_case(n),
-        "c_mlp_train_step": mlp_case(args.quick),
-        "d_transformer_train_step": transformer_case(args.quick),
-        "example_train_step": example_case(),
-    }
-    wanted = args.cases.split(",")
-    makers = {k: v for k, v in makers.items() if k.split("_")[0] in wanted}
-    rows = []
-    for name, make in makers.items():
-        print(f"== {name}", flush=True)
-        fns = {column: make(column) for column in COLUMNS}
-        runs = {c: (eager_modes.in_mode("fused", fns[c]) if c == "fused" else fns[c])
-                for c in COLUMNS}
-        times = common.interleaved(runs, repeats=args.repeats)
-        row = {"case": name}
-        for c in COLUMNS:
-            row[c] = {"host_s": common.median(times[c])}
-        for c in TPU_COLUMNS:
-            if c == "fused":
-                with torchtpu.eager_mode("fused"):
-                    est, comp, mxu_s, mxu_est = estimate_of(fns[c])
-            else:
-                est, comp, mxu_s, mxu_est = estimate_of(fns[c])
-            row[c]["estimated_tpu_s"] = est
-            row[c]["estimated_mxu_s"] = mxu_est
-            # The host GEMMs of the simulated MXU (bf16 passes with TPU rounding) bound the host
-            # time from below: no way of running the graph removes them.
-            row[c]["mxu_host_s"] = mxu_s
-            if c == "compiled":
-                row[c]["program_runs"] = comp["program_runs"]
-                row[c]["runs_op_by_op"] = comp["runs_op_by_op"]
-                row[c]["program_failures"] = comp["program_failures"]
-        comp_s, strict_s = row["compiled"], row["strict"]
-        row["ratios"] = {
-            "estimated_compiled_over_strict": comp_s["estimated_tpu_s"] / strict_s["estimated_tpu_s"],
-            # the floor of that ratio: the step's MXU time alone, over strict eager's estimate
-            "estimated_mxu_over_strict": comp_s["estimated_mxu_s"] / strict_s["estimated_tpu_s"],
-            "host_compiled_over_strict": comp_s["host_s"] / strict_s["host_s"],
-            "host_cpu_over_compiled": row["cpu"]["host_s"] / comp_s["host_s"],
-            "host_inductor_over_compiled": row["inductor"]["host_s"] / comp_s["host_s"],
-            # the MXU's host GEMMs alone, as a fraction of PyTorch CPU eager's whole step
-            "mxu_gemms_over_cpu_step": comp_s["mxu_host_s"] / row["cpu"]["host_s"],
-        }
-        rows.append(row)
-        r = row["ratios"]
-        print("  host ms: " + "  ".join(f"{c} {row[c]['host_s'] * 1e3:.2f}" for c in COLUMNS))
-        print("  est. TPU ms: " + "  ".join(f"{c} {row[c]['estimated_tpu_s'] * 1e3:.3f}"
-                                           for c in TPU_COLUMNS))
-        print(f"  compiled/strict est. {r['estimated_compiled_over_strict']:.2f}x (its MXU time "
-              f"alone: {r['estimated_mxu_over_strict']:.2f}x), host "
-              f"{r['host_compiled_over_strict']:.2f}x; compiled is {r['host_cpu_over_compiled']:.2f}x "
-              f"as fast as PyTorch CPU eager, {r['host_inductor_over_compiled']:.2f}x as fast as "
-              f"CPU Inductor; program runs per step {comp_s['program_runs']}, graph calls op by op "
-              f"{comp_s['runs_op_by_op']} {comp_s['program_failures'] or ''}", flush=True)
-        print(f"  the simulated MXU's host GEMMs alone take {comp_s['mxu_host_s'] * 1e3:.2f} ms "
-              f"of the compiled step ({r['mxu_gemms_over_cpu_step']:.2f}x PyTorch CPU eager's "
-              f"whole step)", flush=True)
-        del fns, runs
-    compile_s = None
-    if "d" in wanted:
-        print("== compile time of (d) in fresh processes: no disk cache, an empty cache (cold), "
-              "the cache the cold run filled (warm)", flush=True)
-        compile_s = compile_times_across_processes(args.quick, 3)
-        for kind, t in compile_s.items():
-            print(f"  {kind}: {t['compile_s']:.2f} s = Dynamo's tracing {t['dynamo_s']:.2f} + "
-                  f"backend {t['backend_s']:.2f} + programs' first calls {t['first_calls_s']:.2f}")
-    dyn = dynamic_lengths(DYNAMIC_LENGTHS, args.quick)
-    print_dynamic(dyn)
-    name = "compile" + ("_quick" if args.quick else "")
-    common.write_json(name, {"rows": rows, "compile_time_d": compile_s, "dynamic": dyn,
-                             "repeats": args.repeats})
+    return parser.parse_args()
 
+
+def dynamic_only(quick):
+    """--dynamic-only: the dynamic shapes part, written into the last full run's JSON."""
+    dyn = dynamic_lengths(DYNAMIC_LENGTHS, quick)
+    print_dynamic(dyn)
+    path = common.RESULTS / ("compile" + ("_quick" if quick else "") + ".json")
+    last = json.loads(path.read_text()) if path.exists() else {}
+    last.pop("benchmark", None)
+    last.pop("machine", None)
+    common.write_json(path.stem, {**last, "dynamic": dyn})
+    plot_dynamic(dyn, path.stem)
+
+
+def measure_case(name, make, repeats):
+    """One case in every column, interleaved: host time, the estimates, the ratios; printed."""
+    print(f"== {name}", flush=True)
+    fns = {column: make(column) for column in COLUMNS}
+    runs = {c: (eager_modes.in_mode("fused", fns[c]) if c == "fused" else fns[c])
+            for c in COLUMNS}
+    times = common.interleaved(runs, repeats=repeats)
+    row = {"case": name}
+    for c in COLUMNS:
+        row[c] = {"host_s": common.median(times[c])}
+    for c in TPU_COLUMNS:
+        if c == "fused":
+            with torchtpu.eager_mode("fused"):
+                est, comp, mxu_s, mxu_est = estimate_of(fns[c])
+        else:
+            est, comp, mxu_s, mxu_est = estimate_of(fns[c])
+        row[c]["estimated_tpu_s"] = est
+        row[c]["estimated_mxu_s"] = mxu_est
+        # The host GEMMs of the simulated MXU (bf16 passes with TPU rounding) bound the host
+        # time from below: no way of running the graph removes them.
+        row[c]["mxu_host_s"] = mxu_s
+        if c == "compiled":
+            row[c]["program_runs"] = comp["program_runs"]
+            row[c]["runs_op_by_op"] = comp["runs_op_by_op"]
+            row[c]["program_failures"] = comp["program_failures"]
+    comp_s, strict_s = row["compiled"], row["strict"]
+    row["ratios"] = {
+        "estimated_compiled_over_strict": comp_s["estimated_tpu_s"] / strict_s["estimated_tpu_s"],
+        # the floor of that ratio: the step's MXU time alone, over strict eager's estimate
+        "estimated_mxu_over_strict": comp_s["estimated_mxu_s"] / strict_s["estimated_tpu_s"],
+        "host_compiled_over_strict": comp_s["host_s"] / strict_s["host_s"],
+        "host_cpu_over_compiled": row["cpu"]["host_s"] / comp_s["host_s"],
+        "host_inductor_over_compiled": row["inductor"]["host_s"] / comp_s["host_s"],
+        # the MXU's host GEMMs alone, as a fraction of PyTorch CPU eager's whole step
+        "mxu_gemms_over_cpu_step": comp_s["mxu_host_s"] / row["cpu"]["host_s"],
+    }
+    print_case(row)
+    return row
+
+
+def print_case(row):
+    r, comp_s = row["ratios"], row["compiled"]
+    print("  host ms: " + "  ".join(f"{c} {row[c]['host_s'] * 1e3:.2f}" for c in COLUMNS))
+    print("  est. TPU ms: " + "  ".join(f"{c} {row[c]['estimated_tpu_s'] * 1e3:.3f}"
+                                       for c in TPU_COLUMNS))
+    print(f"  compiled/strict est. {r['estimated_compiled_over_strict']:.2f}x (its MXU time "
+          f"alone: {r['estimated_mxu_over_strict']:.2f}x), host "
+          f"{r['host_compiled_over_strict']:.2f}x; compiled is {r['host_cpu_over_compiled']:.2f}x "
+          f"as fast as PyTorch CPU eager, {r['host_inductor_over_compiled']:.2f}x as fast as "
+          f"CPU Inductor; program runs per step {comp_s['program_runs']}, graph calls op by op "
+          f"{comp_s['runs_op_by_op']} {comp_s['program_failures'] or ''}", flush=True)
+    print(f"  the simulated MXU's host GEMMs alone take {comp_s['mxu_host_s'] * 1e3:.2f} ms "
+          f"of the compiled step ({r['mxu_gemms_over_cpu_step']:.2f}x PyTorch CPU eager's "
+          f"whole step)", flush=True)
+
+
+def measure_compile_times(quick):
+    print("== compile time of (d) in fresh processes: no disk cache, an empty cache (cold), "
+          "the cache the cold run filled (warm)", flush=True)
+    compile_s = compile_times_across_processes(quick, 3)
+    for kind, t in compile_s.items():
+        print(f"  {kind}: {t['compile_s']:.2f} s = Dynamo's tracing {t['dynamo_s']:.2f} + "
+              f"backend {t['backend_s']:.2f} + programs' first calls {t['first_calls_s']:.2f}")
+    return compile_s
+
+
+def plot_rows(rows, name):
     def draw(plt):
         fig, axes = plt.subplots(1, 2, figsize=(13, 4))
         labels = [r["case"] for r in rows]
@@ -445,6 +439,33 @@ def main():
             ax.legend(fontsize=8)
         return fig
     common.plot(name, draw)
+
+
+def main():
+    args = parse_args()
+    if args.compile_time_child:
+        return compile_time_child(args.quick)
+    if args.dynamic_only:
+        dynamic_only(args.quick)
+        return
+    n = 1024 if args.quick else 4096
+    makers = {
+        "a_elementwise_chain": chain_case(n),
+        "b_relu_matmul_add": seed_case(n),
+        "c_mlp_train_step": mlp_case(args.quick),
+        "d_transformer_train_step": transformer_case(args.quick),
+        "example_train_step": example_case(),
+    }
+    wanted = args.cases.split(",")
+    makers = {k: v for k, v in makers.items() if k.split("_")[0] in wanted}
+    rows = [measure_case(name, make, args.repeats) for name, make in makers.items()]
+    compile_s = measure_compile_times(args.quick) if "d" in wanted else None
+    dyn = dynamic_lengths(DYNAMIC_LENGTHS, args.quick)
+    print_dynamic(dyn)
+    name = "compile" + ("_quick" if args.quick else "")
+    common.write_json(name, {"rows": rows, "compile_time_d": compile_s, "dynamic": dyn,
+                             "repeats": args.repeats})
+    plot_rows(rows, name)
     plot_dynamic(dyn, name)
 
 
