@@ -171,98 +171,89 @@ def capture_cost(reps=300):
     return 1e6 * record / ops, 1e6 * flush / ops
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="abcd",
                         help="the cases to run, by letter (the JSON is written only when all four run)")
-    args = parser.parse_args()
-    n = 1024 if args.quick else 4096
-    makers = {
-        "a_elementwise_chain": lambda device: chain_case(n, device),
-        "b_relu_matmul_add": lambda device: seed_case(n, device),
-        "c_mlp_train_step": lambda device: mlp_case(args.quick, device),
-        "d_transformer_train_step": lambda device: transformer_case(args.quick, device),
-    }
-    rows = []
-    for name, make in makers.items():
-        if name[0] not in args.cases:
-            continue
-        fn = make("tpu")
-        cpu_fn = make("cpu")
-        mxu = {m: [] for m in MODES}
-        device = {m: [] for m in MODES}
-        runs = {m: in_mode(m, fn, mxu[m], device[m]) for m in MODES}
-        runs["cpu"] = cpu_fn
-        times = common.interleaved(runs, repeats=args.repeats)
-        del cpu_fn
-        row = {"case": name, "cpu": {"host_s": common.median(times["cpu"])}}
-        for m in MODES:
-            peak, est, counters = peak_and_estimate(m, fn)
-            # (the matrix products' host time in the timed calls, the warm-up's left out)
-            mxu_s = common.median(mxu[m][-args.repeats:])
-            device_s = common.median(device[m][-args.repeats:])
-            row[m] = {"host_s": common.median(times[m]), "peak_hbm_bytes": peak,
-                      "estimated_tpu_s": est, "mxu_host_s": mxu_s,
-                      "other_host_s": common.median(times[m]) - mxu_s,
-                      "device_host_s": device_s}
-            if m == "strict":
-                # Amdahl: fused eager runs the same matrix products on the same host library, so it
-                # cannot take less host time than they do (measured in strict eager's runs).
-                row[m]["mxu_share"] = mxu_s / row[m]["host_s"]
-            if m == "fused":
-                row[m]["regions"] = counters.get("defer.regions", 0)
-                row[m]["fused_regions"] = counters.get("defer.fused_regions", 0)
-                row[m]["ops_fused"] = counters.get("defer.ops_fused", 0)
-                row[m]["ops_recorded"] = counters.get("defer.ops_recorded", 0)
-        s, f = row["strict"], row["fused"]
-        row["fused_vs_strict"] = {
-            "host_speedup": s["host_s"] / f["host_s"],
-            "peak_hbm_ratio": f["peak_hbm_bytes"] / max(s["peak_hbm_bytes"], 1),
-            "estimated_tpu_speedup": s["estimated_tpu_s"] / max(f["estimated_tpu_s"], 1e-12),
-            # (None when the case has no matrix products to bound it)
-            "host_speedup_bound": (s["host_s"] / s["mxu_host_s"]
-                                   if s["mxu_share"] >= 0.01 else None),
-            # Fused eager's device work alone (its kernels, regions and matrix products, with
-            # recording, flushing, dispatch, autograd and Python free): no host-speed work on
-            # the recorder or the flush takes fused eager past strict / this.
-            "kernels_only_speedup": s["host_s"] / f["device_host_s"],
-        }
-        r = row["fused_vs_strict"]
-        if r["host_speedup_bound"] is not None:
-            r["kernels_only_of_bound"] = r["kernels_only_speedup"] / r["host_speedup_bound"]
-        rows.append(row)
-        bound = ("no matrix products" if r["host_speedup_bound"] is None else
-                 f"matrix products {s['mxu_share']:.0%} of strict: "
-                 f"at most {r['host_speedup_bound']:.2f}x")
-        print(f"{name:28s} host: PyTorch CPU {row['cpu']['host_s']*1e3:8.1f} ms  debug "
-              f"{row['debug']['host_s']*1e3:8.1f} ms  strict "
-              f"{s['host_s']*1e3:8.1f} ms  fused {f['host_s']*1e3:8.1f} ms  "
-              f"fused/strict speed-up {r['host_speedup']:.2f}x ({bound}; the rest: strict "
-              f"{s['other_host_s']*1e3:.1f} ms, fused {f['other_host_s']*1e3:.1f} ms; fused's "
-              f"device work alone {f['device_host_s']*1e3:.1f} ms: at most "
-              f"{r['kernels_only_speedup']:.2f}x"
-              + (f", {r['kernels_only_of_bound']:.2f} of the bound" if 'kernels_only_of_bound' in r else "")
-              + ") | "
-              f"peak HBM fused/strict "
-              f"{r['peak_hbm_ratio']:.2f} ({f['peak_hbm_bytes']/2**20:.1f} / "
-              f"{s['peak_hbm_bytes']/2**20:.1f} MiB) | est. TPU speed-up "
-              f"{r['estimated_tpu_speedup']:.2f}x ({f['estimated_tpu_s']*1e3:.3f} vs "
-              f"{s['estimated_tpu_s']*1e3:.3f} ms) | regions {f.get('regions')}, fused "
-              f"{f.get('fused_regions')} with {f.get('ops_fused')}/{f.get('ops_recorded')} ops")
-    rec, fl = capture_cost()
-    print(f"cached region, per recorded op: record {rec:.1f} us, flush (lookup + run) {fl:.1f} us,"
-          f" total {rec + fl:.1f} us")
-    if set(args.cases) != set("abcd"):
-        return  # (a subset: printed only, the JSON keeps the last run of all four)
-    common.write_json("eager_modes" + ("_quick" if args.quick else ""), {
-        "chip": torch.tpu.get_device_properties().name if hasattr(torch.tpu, "get_device_properties") else "",
-        "rows": rows,
-        "capture_us_per_op": {"record": rec, "flush": fl, "total": rec + fl},
-        "repeats": args.repeats,
-    })
+    return parser.parse_args()
 
+
+def measure_case(name, make, repeats):
+    """One case in every mode and on the CPU, interleaved: its row."""
+    fn = make("tpu")
+    cpu_fn = make("cpu")
+    mxu = {m: [] for m in MODES}
+    device = {m: [] for m in MODES}
+    runs = {m: in_mode(m, fn, mxu[m], device[m]) for m in MODES}
+    runs["cpu"] = cpu_fn
+    times = common.interleaved(runs, repeats=repeats)
+    del cpu_fn
+    row = {"case": name, "cpu": {"host_s": common.median(times["cpu"])}}
+    for m in MODES:
+        peak, est, counters = peak_and_estimate(m, fn)
+        # (the matrix products' host time in the timed calls, the warm-up's left out)
+        mxu_s = common.median(mxu[m][-repeats:])
+        device_s = common.median(device[m][-repeats:])
+        row[m] = {"host_s": common.median(times[m]), "peak_hbm_bytes": peak,
+                  "estimated_tpu_s": est, "mxu_host_s": mxu_s,
+                  "other_host_s": common.median(times[m]) - mxu_s,
+                  "device_host_s": device_s}
+        if m == "strict":
+            # Amdahl: fused eager runs the same matrix products on the same host library, so it
+            # cannot take less host time than they do (measured in strict eager's runs).
+            row[m]["mxu_share"] = mxu_s / row[m]["host_s"]
+        if m == "fused":
+            row[m]["regions"] = counters.get("defer.regions", 0)
+            row[m]["fused_regions"] = counters.get("defer.fused_regions", 0)
+            row[m]["ops_fused"] = counters.get("defer.ops_fused", 0)
+            row[m]["ops_recorded"] = counters.get("defer.ops_recorded", 0)
+    row["fused_vs_strict"] = fused_vs_strict(row["strict"], row["fused"])
+    return row
+
+
+def fused_vs_strict(s, f):
+    r = {
+        "host_speedup": s["host_s"] / f["host_s"],
+        "peak_hbm_ratio": f["peak_hbm_bytes"] / max(s["peak_hbm_bytes"], 1),
+        "estimated_tpu_speedup": s["estimated_tpu_s"] / max(f["estimated_tpu_s"], 1e-12),
+        # (None when the case has no matrix products to bound it)
+        "host_speedup_bound": (s["host_s"] / s["mxu_host_s"]
+                               if s["mxu_share"] >= 0.01 else None),
+        # Fused eager's device work alone (its kernels, regions and matrix products, with
+        # recording, flushing, dispatch, autograd and Python free): no host-speed work on
+        # the recorder or the flush takes fused eager past strict / this.
+        "kernels_only_speedup": s["host_s"] / f["device_host_s"],
+    }
+    if r["host_speedup_bound"] is not None:
+        r["kernels_only_of_bound"] = r["kernels_only_speedup"] / r["host_speedup_bound"]
+    return r
+
+
+def print_row(name, row):
+    s, f, r = row["strict"], row["fused"], row["fused_vs_strict"]
+    bound = ("no matrix products" if r["host_speedup_bound"] is None else
+             f"matrix products {s['mxu_share']:.0%} of strict: "
+             f"at most {r['host_speedup_bound']:.2f}x")
+    print(f"{name:28s} host: PyTorch CPU {row['cpu']['host_s']*1e3:8.1f} ms  debug "
+          f"{row['debug']['host_s']*1e3:8.1f} ms  strict "
+          f"{s['host_s']*1e3:8.1f} ms  fused {f['host_s']*1e3:8.1f} ms  "
+          f"fused/strict speed-up {r['host_speedup']:.2f}x ({bound}; the rest: strict "
+          f"{s['other_host_s']*1e3:.1f} ms, fused {f['other_host_s']*1e3:.1f} ms; fused's "
+          f"device work alone {f['device_host_s']*1e3:.1f} ms: at most "
+          f"{r['kernels_only_speedup']:.2f}x"
+          + (f", {r['kernels_only_of_bound']:.2f} of the bound" if 'kernels_only_of_bound' in r else "")
+          + ") | "
+          f"peak HBM fused/strict "
+          f"{r['peak_hbm_ratio']:.2f} ({f['peak_hbm_bytes']/2**20:.1f} / "
+          f"{s['peak_hbm_bytes']/2**20:.1f} MiB) | est. TPU speed-up "
+          f"{r['estimated_tpu_speedup']:.2f}x ({f['estimated_tpu_s']*1e3:.3f} vs "
+          f"{s['estimated_tpu_s']*1e3:.3f} ms) | regions {f.get('regions')}, fused "
+          f"{f.get('fused_regions')} with {f.get('ops_fused')}/{f.get('ops_recorded')} ops")
+
+
+def plot_rows(rows, name):
     def draw(plt):
         fig, axes = plt.subplots(1, 3, figsize=(15, 4))
         labels = [r["case"] for r in rows]
@@ -278,7 +269,36 @@ def main():
             ax.set_title(title + ", relative to strict")
             ax.legend()
         return fig
-    common.plot("eager_modes" + ("_quick" if args.quick else ""), draw)
+    common.plot(name, draw)
+
+
+def main():
+    args = parse_args()
+    n = 1024 if args.quick else 4096
+    makers = {
+        "a_elementwise_chain": lambda device: chain_case(n, device),
+        "b_relu_matmul_add": lambda device: seed_case(n, device),
+        "c_mlp_train_step": lambda device: mlp_case(args.quick, device),
+        "d_transformer_train_step": lambda device: transformer_case(args.quick, device),
+    }
+    rows = []
+    for name, make in makers.items():
+        if name[0] not in args.cases:
+            continue
+        rows.append(measure_case(name, make, args.repeats))
+        print_row(name, rows[-1])
+    rec, fl = capture_cost()
+    print(f"cached region, per recorded op: record {rec:.1f} us, flush (lookup + run) {fl:.1f} us,"
+          f" total {rec + fl:.1f} us")
+    if set(args.cases) != set("abcd"):
+        return  # (a subset: printed only, the JSON keeps the last run of all four)
+    common.write_json("eager_modes" + ("_quick" if args.quick else ""), {
+        "chip": torch.tpu.get_device_properties().name if hasattr(torch.tpu, "get_device_properties") else "",
+        "rows": rows,
+        "capture_us_per_op": {"record": rec, "flush": fl, "total": rec + fl},
+        "repeats": args.repeats,
+    })
+    plot_rows(rows, "eager_modes" + ("_quick" if args.quick else ""))
 
 
 if __name__ == "__main__":
