@@ -37,7 +37,7 @@ def _watch_foreign_ops(seen: dict) -> None:
         cls.__call__ = call
 
 
-def main() -> None:
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--max-tokens", type=int, default=64)
@@ -55,7 +55,67 @@ def main() -> None:
                     help="above 0: sampled, seeded per request (top_p 0.9, top_k 20)")
     ap.add_argument("--compile", action="store_true",
                     help="vLLM's CPU backend compiled (its default); eager otherwise")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def llm_kwargs(a) -> dict:
+    """vLLM's LLM(...) arguments for the command line."""
+    kwargs = dict(model=a.model, dtype="float32", seed=0, max_model_len=512,
+                  max_num_seqs=a.max_num_seqs, enable_prefix_caching=a.prefix_caching)
+    if a.chunked:
+        kwargs.update(enable_chunked_prefill=True, max_num_batched_tokens=a.chunked)
+    if a.tp > 1:
+        kwargs["tensor_parallel_size"] = a.tp
+    if not a.compile:
+        kwargs["enforce_eager"] = True
+    if a.kv_bytes:
+        kwargs["kv_cache_memory_bytes"] = a.kv_bytes
+    if a.gpu_mem:
+        kwargs["gpu_memory_utilization"] = a.gpu_mem
+    return kwargs
+
+
+def sampling_params(a, prompts):
+    from vllm import SamplingParams
+
+    if a.temperature > 0:
+        return [SamplingParams(temperature=a.temperature, top_p=0.9, top_k=20, seed=i,
+                               max_tokens=a.max_tokens, ignore_eos=True)
+                for i in range(len(prompts))]
+    return SamplingParams(temperature=0.0, max_tokens=a.max_tokens, ignore_eos=True)
+
+
+def tpu_figures(load_fallbacks: dict, foreign: dict) -> dict:
+    """What torchtpu counted and estimated for the generation."""
+    import torch
+    import torchtpu
+    import torchtpu.vllm as tv
+
+    stats = tv.request_stats()
+    return dict(
+        eager_mode=torchtpu.get_eager_mode(),
+        matmul_precision=torch.tpu.get_matmul_precision(),
+        fallbacks={**load_fallbacks, **torchtpu.metrics.fallbacks()},
+        foreign_op_calls=foreign,
+        native_ops=len(torchtpu.metrics.native_ops()),
+        estimate={c: torchtpu.metrics.estimate(chip=c)["device_time_s"]
+                  for c in ("v5e", "v6e", "v7")},
+        launches=torchtpu.metrics.estimate()["launches"],
+        requests=len(stats),
+        request_estimated_s={c: sum(r["estimated_s"].get(c, 0.0) for r in stats.values())
+                             for c in ("v5e", "v6e", "v7")},
+        kv_cache_bytes=int(torch.tpu.memory_allocated()),
+        # v5e seconds of the launches that read and write the KV cache
+        # (torchtpu/vllm/attention.py), and any generic index op on it
+        cache_ops_v5e_s=sum(v for k, v in torchtpu.metrics.op_times(chip="v5e").items()
+                            if "kv_cache" in k or "index_copy" in k),
+        op_times_v5e=torchtpu.metrics.op_times(chip="v5e"),
+        hbm_bytes=torch.tpu.get_device_properties(0).total_memory,
+    )
+
+
+def main() -> None:
+    a = parse_args()
 
     from tiny_model import PROMPTS
 
@@ -76,20 +136,8 @@ def main() -> None:
         TopKTopPSampler.forward_cpu = TopKTopPSampler.forward_native
     from vllm.platforms import current_platform
 
-    kwargs = dict(model=a.model, dtype="float32", seed=0, max_model_len=512,
-                  max_num_seqs=a.max_num_seqs, enable_prefix_caching=a.prefix_caching)
-    if a.chunked:
-        kwargs.update(enable_chunked_prefill=True, max_num_batched_tokens=a.chunked)
-    if a.tp > 1:
-        kwargs["tensor_parallel_size"] = a.tp
-    if not a.compile:
-        kwargs["enforce_eager"] = True
-    if a.kv_bytes:
-        kwargs["kv_cache_memory_bytes"] = a.kv_bytes
-    if a.gpu_mem:
-        kwargs["gpu_memory_utilization"] = a.gpu_mem
     t0 = time.perf_counter()
-    llm = LLM(**kwargs)
+    llm = LLM(**llm_kwargs(a))
     t_load = time.perf_counter() - t0
     load_fallbacks = {}
     if on_tpu:
@@ -97,12 +145,7 @@ def main() -> None:
         load_fallbacks = torchtpu.metrics.fallbacks()
         torchtpu.metrics.reset()
     prompts = PROMPTS[: a.prompts]
-    if a.temperature > 0:
-        params = [SamplingParams(temperature=a.temperature, top_p=0.9, top_k=20, seed=i,
-                                 max_tokens=a.max_tokens, ignore_eos=True)
-                  for i in range(len(PROMPTS[: a.prompts]))]
-    else:
-        params = SamplingParams(temperature=0.0, max_tokens=a.max_tokens, ignore_eos=True)
+    params = sampling_params(a, prompts)
     runs = 2 if a.repeat_prefix else 1
     tokens, t_gen = [], 0.0
     for _ in range(runs):
@@ -123,31 +166,7 @@ def main() -> None:
         "prefix_cache_hits": sum(o.num_cached_tokens or 0 for o in outs),
     }
     if on_tpu:
-        import torch
-        import torchtpu
-        import torchtpu.vllm as tv
-
-        stats = tv.request_stats()
-        result.update(
-            eager_mode=torchtpu.get_eager_mode(),
-            matmul_precision=torch.tpu.get_matmul_precision(),
-            fallbacks={**load_fallbacks, **torchtpu.metrics.fallbacks()},
-            foreign_op_calls=foreign,
-            native_ops=len(torchtpu.metrics.native_ops()),
-            estimate={c: torchtpu.metrics.estimate(chip=c)["device_time_s"]
-                      for c in ("v5e", "v6e", "v7")},
-            launches=torchtpu.metrics.estimate()["launches"],
-            requests=len(stats),
-            request_estimated_s={c: sum(r["estimated_s"].get(c, 0.0) for r in stats.values())
-                                 for c in ("v5e", "v6e", "v7")},
-            kv_cache_bytes=int(torch.tpu.memory_allocated()),
-            # v5e seconds of the launches that read and write the KV cache
-            # (torchtpu/vllm/attention.py), and any generic index op on it
-            cache_ops_v5e_s=sum(v for k, v in torchtpu.metrics.op_times(chip="v5e").items()
-                                if "kv_cache" in k or "index_copy" in k),
-            op_times_v5e=torchtpu.metrics.op_times(chip="v5e"),
-            hbm_bytes=torch.tpu.get_device_properties(0).total_memory,
-        )
+        result.update(tpu_figures(load_fallbacks, foreign))
     print("RESULT " + json.dumps(result), flush=True)
 
 
