@@ -11,7 +11,7 @@
 #include "api/Control.h"
 
 #include <c10/core/TensorImpl.h>
-#include <torch/csrc/jit/serialization/pickler_helper.h>
+#include "runtime/TorchInternals.h"
 
 #include <map>
 #include <string>

@@ -28,8 +28,7 @@
 #include <output_base.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/ApproximateClock.h>
-#include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
-#include <torch/csrc/profiler/stubs/base.h>
+#include "runtime/TorchInternals.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

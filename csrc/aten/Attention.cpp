@@ -4,15 +4,11 @@
 // another size); scaled_dot_product_attention's choice between them; and the results their meta
 // kernels give fused eager and dry runs.
 
-// The CPU kernels PyTorch's x86-64 wheels build (AVX2 and AVX512 variants besides the default):
-// DispatchStub's call then names the entry point libtorch_cpu exports, which lets the fused
-// attention call PyTorch's CPU flash-attention stubs with its own results (writes_in_place).
-// Elsewhere those calls are left out and the stubs' CPU wrappers run.
-#if defined(__x86_64__) && !defined(HAVE_AVX2_CPU_DEFINITION) && !defined(HAVE_AVX512_CPU_DEFINITION)
-#define HAVE_AVX512_CPU_DEFINITION
-#define HAVE_AVX2_CPU_DEFINITION
-#define TORCHTPU_FLASH_STUBS 1
-#endif
+// PyTorch's CPU flash-attention stubs are called with the fused attention's own results
+// (writes_in_place) where the wheel exports them (runtime/TorchInternals.h, TORCHTPU_FLASH_STUBS).
+#define TORCHTPU_WANTS_FLASH_STUBS
+#include "runtime/TorchInternals.h"
+
 #include "aten/DryRun.h"
 #include "aten/Products.h"
 #include "aten/Entry.h"
@@ -32,12 +28,9 @@
 #include <limits>
 #include <numeric>
 #include <ATen/SDPBackend.h>
-#include <ATen/native/DispatchStub.h>
-#include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/_scaled_mm.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>

@@ -27,9 +27,8 @@
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/impl/PyObjectSlot.h>
+#include "runtime/TorchInternals.h"
 #include <ATen/core/LegacyTypeDispatch.h>
-#include <ATen/native/layer_norm.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/ScalarType.h>
 

@@ -13,7 +13,7 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include "runtime/TorchInternals.h"
 #include <torch/library.h>
 
 #include <map>

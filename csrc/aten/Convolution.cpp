@@ -19,11 +19,9 @@
 #include <limits>
 #include <numeric>
 #include <ATen/SDPBackend.h>
-#include <ATen/native/DispatchStub.h>
-#include <ATen/native/transformers/attention.h>
+#include "runtime/TorchInternals.h"
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/_scaled_mm.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>

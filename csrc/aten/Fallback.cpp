@@ -20,7 +20,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
-#include <ATen/native/CPUFallback.h>
+#include "runtime/TorchInternals.h"
 #include <torch/library.h>
 
 #include <atomic>

@@ -10,6 +10,8 @@
 // Host code that must see device memory as it is after all queued work (host reads, the CPU
 // fallback, data-dependent shapes, random ops, kernels that return new tensors computed on the
 // host) calls wait_for_device() first, then works inline.
+#include "runtime/HostPolicy.h"
+
 #include <ATen/core/Tensor.h>
 #include <c10/util/FunctionRef.h>
 
@@ -32,8 +34,9 @@ void launch(c10::Device device, std::string op, std::function<void()> work,
 // the work would need wrapping: profiler tracing, NaN checks), and the caller launches it.
 bool launch_here_if_idle(c10::Device device, const std::string& op,
                          c10::function_ref<void()> work, bool parallel);
-constexpr int64_t kParallelElements = 32768;  // at::internal::GRAIN_SIZE
-constexpr int64_t kParallelMacs = int64_t(1) << 18;
+// (What counts as parallel work is the host-execution policy's: runtime/HostPolicy.h.)
+using runtime::host_policy::kParallelElements;
+using runtime::host_policy::kParallelMacs;
 
 // While one is alive on this thread, device work launched is named with `note` appended (fused
 // eager appends the Python line where the op was recorded, for errors reported later).

@@ -9,18 +9,11 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/utils/device_lazy_init.h>
-#include <torch/csrc/profiler/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
 
-// From libtorch_python (torch/csrc/profiler/python/combined_traceback.h, whose header needs
-// nlohmann/json, which the wheel does not ship): symbolizing captured stacks, and installing
-// the Python unwinder CapturedTraceback::gather uses.
-namespace torch {
-std::vector<pybind11::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
-void installCapturedTracebackPython();
-}  // namespace torch
+#define TORCHTPU_PYTHON_BINDINGS
+#include "runtime/TorchInternals.h"
 
 #include <cstring>
 #include <map>

@@ -65,7 +65,7 @@ void parallel_blocks(int64_t blocks, int64_t numel, const F& fn) {
   BlockCounter counter(blocks);
   auto next = [&counter] { return counter(); };
   const int64_t threads = std::min<int64_t>(at::get_num_threads(), blocks);
-  if (threads <= 1 || numel < (int64_t(1) << 16)) {
+  if (threads <= 1 || numel < host_policy::kParallelBlocksMinNumel) {
     fn(next);
     return;
   }

@@ -1,7 +1,7 @@
 // HostBufferPool (HostBufferPool.h).
 #include "runtime/HostBufferPool.h"
 
-#include <c10/core/impl/alloc_cpu.h>
+#include "runtime/TorchInternals.h"
 
 #include <memory>
 

@@ -12,6 +12,8 @@
 // 2. A host wait for device work can be interrupted: it wakes up every few milliseconds and
 //    calls check_interrupt(), which raises the pending KeyboardInterrupt (Ctrl-C) on Python's
 //    main thread. The work already queued keeps running; the process stays usable.
+#include "runtime/HostPolicy.h"
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -89,7 +91,7 @@ void check_interrupt_unlocked(Lock& lock) {
 template <typename Lock, typename Pred>
 void wait_interruptibly(Lock& lock, std::condition_variable& cv, Pred done) {
   while (!done()) {
-    if (cv.wait_for(lock, std::chrono::milliseconds(20), done)) return;
+    if (cv.wait_for(lock, host_policy::kInterruptPoll, done)) return;
     check_interrupt_unlocked(lock);
   }
 }

@@ -10,12 +10,13 @@
 //
 // So the threads torchtpu runs device work on besides the process's initial thread (a stream's
 // worker, the autograd engine's thread for "tpu") end the team they started once they are idle:
-// the worker after 10 ms with nothing to run, any other thread when its torchtpu kernel
-// returns. Every thread keeps ATen's intra-op thread count, so a kernel's result does not depend
-// on the thread that ran it (a reduction over two threads adds in another order than over one).
-// The initial thread, which runs the user's own CPU work, keeps its team; its device work runs
-// there at once when the stream is idle, and when it waits for a stream it runs the queued work
-// itself (Stream.h). TORCHTPU_ONE_OPENMP_TEAM=0 keeps every thread's team for good.
+// the worker after host_policy::kWorkerTeamIdle with nothing to run, any other thread when its
+// torchtpu kernel returns. Every thread keeps ATen's intra-op thread count, so a kernel's result
+// does not depend on the thread that ran it (a reduction over two threads adds in another order
+// than over one). The initial thread, which runs the user's own CPU work, keeps its team; its
+// device work runs there at once when the stream is idle, and when it waits for a stream it runs
+// the queued work itself (HostPolicy.h). TORCHTPU_ONE_OPENMP_TEAM=0 keeps every thread's team
+// for good.
 //
 // The runtime is built without OpenMP; the OpenMP functions are bound weakly to the runtime
 // torch loads, and without one everything here does nothing.
@@ -31,15 +32,12 @@ int omp_in_parallel() __attribute__((weak));
 int omp_pause_resource_all(int kind) __attribute__((weak));  // (OpenMP 5.0; kind 1: soft)
 }
 
+#include "runtime/HostPolicy.h"
+
 namespace torchtpu::runtime {
 
-// TORCHTPU_ONE_OPENMP_TEAM (default 1), read once.
-bool one_openmp_team();
-// True on the process's initial thread (its thread id is the process id).
-bool on_initial_thread();
-// True where device work may run with the process's lasting OpenMP team: on the initial thread,
-// or on any thread when TORCHTPU_ONE_OPENMP_TEAM=0.
-bool openmp_team_here();
+// Whether a thread keeps its team (one_openmp_team, openmp_team_here) is the host-execution
+// policy's decision (HostPolicy.h).
 
 // Ends the OpenMP team the calling thread started, if it has one and !openmp_team_here() (its
 // next parallel region starts a new one). Not inside a parallel region. The outermost

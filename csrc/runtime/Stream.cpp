@@ -4,12 +4,13 @@
 #include "runtime/Device.h"
 #include "runtime/Env.h"
 #include "runtime/Errors.h"
+#include "runtime/HostPolicy.h"
 #include "runtime/HostWait.h"
 #include "runtime/Metrics.h"
 #include "runtime/OpenMP.h"
 
 #include <ATen/Parallel.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include "runtime/TorchInternals.h"
 #include <c10/util/Exception.h>
 
 #include <atomic>
@@ -25,8 +26,6 @@
 namespace torchtpu::runtime {
 
 namespace {
-thread_local bool t_stream_worker = false;
-
 // Batches of finished work being destroyed by host threads right now (outside the queues' locks).
 // The memory their captures hold is about to be freed: release_queued_memory waits for them.
 std::atomic<int> g_releasing{0};
@@ -67,8 +66,6 @@ class FinishedWork {
 };
 }  // namespace
 
-bool on_stream_worker() { return t_stream_worker; }
-
 // ---------------------------------------------------------------------------------------------
 // StreamQueue
 
@@ -98,14 +95,6 @@ struct StreamQueue::Impl {
     return FinishedWork(std::move(out));
   }
 
-  // The worker spins this long for new work before it parks on `cv`: a host thread issuing
-  // small ops one after another then hands each over without waking a parked thread (a futex
-  // wake costs the issuing thread microseconds; docs/runtime.md, "Streams and events").
-  static constexpr auto kSpin = std::chrono::microseconds(50);
-  // Parked this long, the worker ends its OpenMP team (OpenMP.h): ending it at every park cost
-  // a strict training step of a small transformer 15-20% (the team is started again for the
-  // next parallel loop), while a team kept through a step's short gaps costs nothing.
-  static constexpr auto kIdle = std::chrono::milliseconds(10);
   std::atomic<size_t> queued{0};  // items.size(), readable without the lock
   bool parked = false;            // the worker waits on `cv` (enqueue must notify it)
   bool running_inline = false;    // a host thread runs items itself (enqueue, drain): the
@@ -147,13 +136,13 @@ struct StreamQueue::Impl {
   }
 
   void run() {
-    t_stream_worker = true;
+    const StreamWorkScope worker;  // (for the thread's life)
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       if (items.empty() || running_inline || held) {
         if (items.empty()) {
           lock.unlock();
-          const auto until = std::chrono::steady_clock::now() + kSpin;
+          const auto until = std::chrono::steady_clock::now() + host_policy::kWorkerSpin;
           while (queued.load(std::memory_order_acquire) == 0 &&
                  std::chrono::steady_clock::now() < until) {
             std::this_thread::yield();
@@ -162,7 +151,7 @@ struct StreamQueue::Impl {
         }
         parked = true;
         const auto ready = [&] { return !items.empty() && !running_inline && !held; };
-        if (!cv.wait_for(lock, kIdle, ready)) {
+        if (!cv.wait_for(lock, host_policy::kWorkerTeamIdle, ready)) {
           // Idle for a while: the OpenMP team this thread started, if any, ends (OpenMP.h).
           lock.unlock();
           release_openmp_team();
@@ -191,70 +180,6 @@ struct StreamQueue::Impl {
 StreamQueue::StreamQueue(c10::DeviceIndex device, c10::StreamId id, int priority)
     : device_(device), id_(id), priority_(priority), impl_(std::make_shared<Impl>()) {}
 
-namespace {
-int inline_level_from_env() {
-  const std::string v = env::value("TORCHTPU_INLINE");
-  if (v == "0") return 0;
-  if (v == "all") return 2;
-  TORCH_CHECK(v == "1", "TORCHTPU_INLINE='", v, "': expected 0, 1 or all");
-  return 1;
-}
-// The level, read from the environment at first use (-1 until then): at load time a bad value
-// could only abort the process, and a test's main() sets its own before anything runs.
-std::atomic<int> g_inline{-1};
-int inline_level() {
-  int level = g_inline.load(std::memory_order_relaxed);
-  if (level < 0) {
-    level = inline_level_from_env();
-    int unset = -1;
-    if (!g_inline.compare_exchange_strong(unset, level, std::memory_order_relaxed)) level = unset;
-  }
-  return level;
-}
-thread_local int t_worker_only = 0;  // WorkerOnly guards alive on this thread
-thread_local int t_host_waits_next = 0;  // HostWaitsNext guards alive on this thread
-thread_local std::vector<StreamQueue*> t_held;  // queues holding work for this thread
-// When the outermost HostWaitsNext on this thread was made.
-thread_local std::chrono::steady_clock::time_point t_host_waits_since;
-// How long parallel work may run on the issuing thread under HostWaitsNext (Stream.h).
-constexpr auto kHostWaitsInlineBudget = std::chrono::milliseconds(50);
-// How long a synchronization runs queued work itself before it leaves the rest to the worker
-// (StreamQueue::drain): a Ctrl-C is taken within it and one item's time.
-constexpr auto kDrainBudget = std::chrono::milliseconds(50);
-
-// Whether this thread runs a stream's queued work itself when it waits for it (drain), and keeps
-// work for that under HostWaitsNext: the thread with the process's OpenMP team (OpenMP.h),
-// unless work is sent to the worker (TORCHTPU_INLINE=0, WorkerOnly) or this is a worker.
-bool host_runs_queued_work() {
-  return one_openmp_team() && on_initial_thread() && !t_stream_worker && t_worker_only == 0 &&
-         inline_level() >= 1;
-}
-}  // namespace
-
-void set_inline_work(int level) {
-  TORCH_CHECK(level >= 0 && level <= 2, "inline work level ", level, ": expected 0, 1 or 2");
-  g_inline.store(level, std::memory_order_relaxed);
-}
-WorkerOnly::WorkerOnly() { ++t_worker_only; }
-WorkerOnly::~WorkerOnly() { --t_worker_only; }
-HostWaitsNext::HostWaitsNext() {
-  if (t_host_waits_next++ == 0) t_host_waits_since = std::chrono::steady_clock::now();
-}
-HostWaitsNext::~HostWaitsNext() {
-  if (--t_host_waits_next > 0) return;
-  // The work kept for this thread goes to the workers again (this thread's synchronization,
-  // which follows, takes it over first when it comes in time).
-  std::vector<StreamQueue*> held;
-  held.swap(t_held);
-  for (StreamQueue* q : held) q->release_hold();
-}
-void HostWaitsNext::run_kept_work() {
-  if (t_host_waits_next != 1 || t_held.empty()) return;
-  // (drain hands the other streams' kept work to their workers first, as a synchronization does)
-  const std::vector<StreamQueue*> held = t_held;
-  for (StreamQueue* q : held) q->drain();
-}
-int inline_work() { return inline_level(); }
 
 bool StreamQueue::run_inline(c10::function_ref<void()> work, const std::string& what,
                              const std::function<void()>& then) {
@@ -268,9 +193,11 @@ bool StreamQueue::run_inline(c10::function_ref<void()> work, const std::string& 
   lock.unlock();
   // As on the worker: the work may not synchronize this stream, and an allocation inside it
   // that runs short of memory must not wait for this stream (it would wait for itself).
-  t_stream_worker = true;
-  std::exception_ptr failure = Impl::run_timed(work, what);
-  t_stream_worker = false;
+  std::exception_ptr failure;
+  {
+    const StreamWorkScope as_the_worker;
+    failure = Impl::run_timed(work, what);
+  }
   TORCHTPU_COUNT("stream.work_run_inline");
   lock.lock();
   s.completed_locked(failure, what, then);  // (its error reported as the worker's are)
@@ -280,38 +207,20 @@ bool StreamQueue::run_inline(c10::function_ref<void()> work, const std::string& 
   return true;
 }
 
-bool StreamQueue::runs_here_at_once(bool parallel) {
-  const int level = inline_work();
-  // (Under HostWaitsNext, parallel work runs here only within the budget: past it, a graph's
-  // long work goes to the worker, and the wait that follows stays interruptible.)
-  // (Parallel work runs here only on the thread that keeps the process's OpenMP team: on
-  // another thread its loops would start a team of their own, OpenMP.h.)
-  // (Otherwise, on the thread with the team, all work on an idle stream runs here: a worker
-  // running beside the team and the host thread would be a third thread on the cores the team
-  // spans, and its own loops would start a second team.)
-  const bool here =
-      t_host_waits_next > 0
-          ? level >= 1 && (!parallel || (openmp_team_here() &&
-                                         std::chrono::steady_clock::now() - t_host_waits_since <
-                                             kHostWaitsInlineBudget))
-          : level == 2 || (level == 1 && openmp_team_here());
-  return here && t_worker_only == 0 && !t_stream_worker;
-}
-
 bool StreamQueue::run_here_if_idle(c10::function_ref<void()> work, const std::string& what,
                                    bool parallel) {
-  return runs_here_at_once(parallel) && run_inline(work, what, {});
+  return runs_on_issuing_thread(parallel) && run_inline(work, what, {});
 }
 
 void StreamQueue::enqueue(std::function<void()> work, std::string what,
                           std::function<void()> then, bool parallel) {
-  if (runs_here_at_once(parallel) && run_inline(work, what, then)) {
+  if (runs_on_issuing_thread(parallel) && run_inline(work, what, then)) {
     work = nullptr;  // its captures (the tensors it held) go now, on this host thread
     return;
   }
   // Parallel work issued on the thread with the OpenMP team while the stream is busy: this
   // thread runs the queued work itself (drain, after the worker's item), then this work.
-  if (parallel && t_host_waits_next == 0 && host_runs_queued_work()) {
+  if (runs_after_drain(parallel)) {
     wait_idle();
     if (run_inline(work, what, then)) {
       TORCHTPU_COUNT("stream.work_run_inline_after_drain");
@@ -322,14 +231,14 @@ void StreamQueue::enqueue(std::function<void()> work, std::string what,
   // Under HostWaitsNext on the thread with the OpenMP team, work that does not run here now is
   // kept for this thread's synchronization that follows (drain), not started by the worker: run
   // there, its loops would start a second team beside this thread's (OpenMP.h).
-  const bool hold = t_host_waits_next > 0 && host_runs_queued_work();
+  const bool hold = keeps_work_for_issuing_thread();
   FinishedWork finished;  // destroyed here, after the lock is released
   std::lock_guard<std::mutex> lock(impl_->mutex);
   finished = impl_->take_finished();
   if (hold) {
     if (!impl_->held) {
       impl_->held = true;
-      t_held.push_back(this);
+      keep_for_issuing_thread(this);
     }
     metrics::count("stream.work_kept_for_host");
   }
@@ -365,33 +274,29 @@ void StreamQueue::drain() {
   if (s.queued.load(std::memory_order_acquire) == 0) return;
   // Work this thread kept on other streams goes to their workers first: an item here may wait
   // for an event of theirs.
-  for (auto it = t_held.begin(); it != t_held.end();) {
-    if (*it == this) {
-      ++it;
-      continue;
-    }
-    (*it)->release_hold();
-    it = t_held.erase(it);
-  }
+  release_kept_work_except(this);
   std::unique_lock<std::mutex> lock(s.mutex);
   if (s.items.empty() || s.running_inline) return;
   s.running_inline = true;  // the worker takes no more items
   s.held = false;           // (this thread takes over what was kept for it)
   // While this thread owns the queue it never waits for the GIL (taking a Ctrl-C needs it, and
   // a thread holding the GIL may be waiting for this very queue: the stress suite's interrupted
-  // rounds deadlocked so), so it takes no interrupt: it runs items for kDrainBudget at most,
-  // then leaves the rest to the worker and waits as any host wait does, interruptibly.
+  // rounds deadlocked so), so it takes no interrupt: it runs items for
+  // host_policy::kDrainBudget at most, then leaves the rest to the worker and waits as any host
+  // wait does, interruptibly.
   s.worker_done.wait(lock, [&] { return !s.worker_running; });  // (one item, no GIL needed)
-  const auto until = std::chrono::steady_clock::now() + kDrainBudget;
+  const auto until = std::chrono::steady_clock::now() + host_policy::kDrainBudget;
   while (!s.items.empty() && std::chrono::steady_clock::now() < until) {
     Impl::Item item = std::move(s.items.front());
     s.items.pop_front();
     s.queued.store(s.items.size(), std::memory_order_release);
     lock.unlock();
     // As on the worker (see run_inline).
-    t_stream_worker = true;
-    std::exception_ptr failure = Impl::run_timed(item.work, item.what);
-    t_stream_worker = false;
+    std::exception_ptr failure;
+    {
+      const StreamWorkScope as_the_worker;
+      failure = Impl::run_timed(item.work, item.what);
+    }
     metrics::count("stream.work_drained");
     lock.lock();
     s.finished.push_back(std::move(item.work));  // (released as the worker's are)
@@ -404,7 +309,7 @@ void StreamQueue::drain() {
 void StreamQueue::drained_soon() const {
   // A host thread about to wait for this stream spins this long first: small work finishes in
   // microseconds, and a parked waiter is woken by a futex, which costs as much again.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  const auto until = std::chrono::steady_clock::now() + host_policy::kWaitSpin;
   do {
     if (impl_->completed_atomic.load(std::memory_order_acquire) ==
         impl_->enqueued_atomic.load(std::memory_order_acquire)) {
@@ -418,12 +323,12 @@ void StreamQueue::synchronize() {
   // Work running on a stream's worker waits for nothing: its queue would wait for it (a kernel
   // that reached a synchronizing op with a device tensor it should have had on the host hung
   // the process this way). An error names it instead.
-  TORCH_CHECK(!t_stream_worker, "torchtpu internal error: work running on a TPU stream asked to "
+  TORCH_CHECK(!on_stream_worker(), "torchtpu internal error: work running on a TPU stream asked to "
               "synchronize tpu:", int(device_), ", which would wait for itself; please report "
               "the op that failed with this message");
   flush_deferred_work(FlushReason::stream_synchronize);
   // The process's OpenMP team is on this thread: the work still queued runs here (OpenMP.h).
-  if (host_runs_queued_work()) drain();
+  if (issuing_thread_drains()) drain();
   drained_soon();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
@@ -448,7 +353,7 @@ bool StreamQueue::query() const {
 bool StreamQueue::wait_idle() {
   // Work kept for this thread (a wait for memory in the middle of a fused graph) runs here
   // first: the worker would not start it.
-  if (host_runs_queued_work()) drain();
+  if (issuing_thread_drains()) drain();
   FinishedWork finished;  // destroyed on return, after the lock
   std::unique_lock<std::mutex> lock(impl_->mutex);
   const bool busy = impl_->completed != impl_->enqueued || !impl_->finished.empty();

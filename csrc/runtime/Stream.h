@@ -10,6 +10,8 @@
 // Stream ids per device: 0 is the default stream, 1..kPoolSize the pool handed out round-robin
 // by getStreamFromGlobalPool, and ids above that are streams created by getNewStream. Streams
 // live until the process ends.
+#include "runtime/HostPolicy.h"
+
 #include <c10/core/Stream.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/FunctionRef.h>
@@ -41,8 +43,8 @@ class StreamQueue {
   // Appends work; `what` names it in error messages. `then` runs after the work has been
   // counted as completed (an event record: whoever sees the event complete also sees the
   // stream's work up to it complete, as stream queries on CUDA do). On an idle stream the work
-  // runs at once on this thread when this thread keeps the process's OpenMP team (see
-  // set_inline_work). `parallel`: the work runs parallel host loops (a GEMM, a pass over many
+  // runs at once on this thread when the host-execution policy says so (HostPolicy.h,
+  // runs_on_issuing_thread). `parallel`: the work runs parallel host loops (a GEMM, a pass over many
   // elements); issued on that thread while the stream is busy, it runs there after the queue.
   void enqueue(std::function<void()> work, std::string what, std::function<void()> then = {},
                bool parallel = false);
@@ -65,7 +67,7 @@ class StreamQueue {
   // Runs `work` now on this thread, with the worker's semantics (counted as enqueued and
   // completed in order, its error kept for the next synchronization, its host time counted),
   // when enqueue(work, what, {}, parallel) would run it here at once: the stream idle and this
-  // thread one that runs such work itself (set_inline_work). False otherwise, having run
+  // thread one that runs such work itself (HostPolicy.h). False otherwise, having run
   // nothing: the caller then enqueues it. (A kernel's fast path: no closure to build.)
   bool run_here_if_idle(c10::function_ref<void()> work, const std::string& what, bool parallel);
 
@@ -78,66 +80,20 @@ class StreamQueue {
   // timed and its error kept for the next synchronization as on the worker. False when busy.
   bool run_inline(c10::function_ref<void()> work, const std::string& what,
                   const std::function<void()>& then);
-  // Whether work enqueued now (on an idle stream) would run on this thread at once.
-  static bool runs_here_at_once(bool parallel);
   // Runs the queued work on this thread, in order, after the item the worker runs now, until
-  // nothing is queued or for 50 ms at most (the rest is left to the worker); the worker takes
-  // none meanwhile. Work runs with the worker's semantics (run_inline). It never waits for the
-  // GIL, so it takes no interrupt: the wait that follows does.
+  // nothing is queued or for host_policy::kDrainBudget at most (the rest is left to the
+  // worker); the worker takes none meanwhile. Work runs with the worker's semantics
+  // (run_inline). It never waits for the GIL, so it takes no interrupt: the wait that follows
+  // does.
   void drain();
   friend class HostWaitsNext;  // (run_kept_work drains)
-  // Spins briefly (50 us at most) until everything enqueued has run.
+  // Spins briefly (host_policy::kWaitSpin at most) until everything enqueued has run.
   void drained_soon() const;
   struct Impl;
   c10::DeviceIndex device_;
   c10::StreamId id_;
   int priority_;
   std::shared_ptr<Impl> impl_;
-};
-
-// Work (StreamQueue::enqueue) enqueued on an idle stream by the thread that keeps the process's
-// OpenMP team runs at once on that thread, with the worker's semantics (ordering, errors kept
-// for the next synchronization, host time counted); parallel work issued there while the stream
-// is busy runs there after the queue. A worker running beside that thread and its team's
-// helpers would be a third thread on the cores the team spans (docs/runtime.md, "Work on an
-// idle stream runs on the issuing thread"). Other threads hand their work to the worker. The
-// level: 1 (the default) that; 0 (TORCHTPU_INLINE=0) none, all work on the worker; 2
-// (TORCHTPU_INLINE=all) every thread runs work on an idle stream itself (for tests: it mixes both
-// paths in one program).
-void set_inline_work(int level);
-int inline_work();
-// While one is alive on this thread, the work it enqueues goes to the worker: a fused graph or
-// a compiled program is enqueued whole with no interrupt taken halfway, so run on this thread
-// its host time could not be interrupted (and the host mostly waits for it next anyway).
-class WorkerOnly {
- public:
-  WorkerOnly();
-  ~WorkerOnly();
-  WorkerOnly(const WorkerOnly&) = delete;
-  WorkerOnly& operator=(const WorkerOnly&) = delete;
-};
-
-// While one is alive on this thread (and TORCHTPU_INLINE is not 0), the work it enqueues on an
-// idle stream runs at once on this thread: the host waits for the stream right after (a fused
-// graph flushed by a synchronization or a read of its values), so handing it to the worker
-// would only add a wake-up and a wait (docs/host-speed.md). Parallel work (a GEMM, a large
-// region) runs here only during the first 50 ms after the outermost guard was made; later
-// parallel work goes to the worker, so that a Ctrl-C is taken within that time and one item's,
-// never after a whole graph of GEMMs run here.
-class HostWaitsNext {
- public:
-  // (Work it enqueues that does not run at once is kept for this thread's synchronization,
-  // which takes it over (StreamQueue::drain), until the outermost guard goes: OpenMP.h.)
-  HostWaitsNext();
-  ~HostWaitsNext();
-  HostWaitsNext(const HostWaitsNext&) = delete;
-  HostWaitsNext& operator=(const HostWaitsNext&) = delete;
-  // Runs the work kept for this thread now (StreamQueue::drain), from the outermost guard, before
-  // it goes: once the guard has ended, the worker takes the kept work at once, before this
-  // thread's synchronization comes to drain it, and runs its parallel loops with a second OpenMP
-  // team (a fused epilogue over 4096^2 took 1.5x strict eager's kernels that way, and (d)'s
-  // reductions 2.5x; docs/host-speed.md, "The hand-off at a synchronization").
-  void run_kept_work();
 };
 
 // Thread-local current stream per device, as in CUDA.
@@ -155,8 +111,6 @@ void synchronize_device(c10::DeviceIndex device);
 bool release_queued_memory(c10::DeviceIndex device);
 // Every stream of every device: cancel_queued(). Returns the number of items dropped.
 size_t cancel_all_queued_work();
-// True on the worker thread of a stream.
-bool on_stream_worker();
 
 // Told of every event recorded on a stream (recorded) and every stream made to wait for one
 // (not recorded), as it is issued; for the cost model's clocks (sim/Ledger.h), which live
