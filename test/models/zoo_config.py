@@ -43,58 +43,44 @@ def _smaller_width(v: int) -> int:
     return v if v <= 64 else max(16, v // 16 // 8 * 8)
 
 
-def shrink(cfg, harder: bool = False) -> None:
-    """Makes the configuration small. `harder`: a second pass for a model the first leaves over
-    PARAM_CAP or the CPU cannot build or run (run_one; models that pass keep the first pass's
-    configuration)."""
-    from transformers import PretrainedConfig
+def _set(cfg, key, value) -> None:
+    try:
+        setattr(cfg, key, value)
+    except (AttributeError, TypeError, ValueError, NotImplementedError):
+        pass  # a read-only property, derived from other fields (or one the class refuses)
 
-    def set_if_writable(key, value):
-        try:
-            setattr(cfg, key, value)
-        except (AttributeError, TypeError, ValueError, NotImplementedError):
-            pass  # a read-only property, derived from other fields (or one the class refuses)
 
-    def get(key):
-        try:
-            return getattr(cfg, key, None)
-        except Exception:  # noqa: BLE001 - some configs raise for per-layer attributes
-            return None
+def _get(cfg, key):
+    try:
+        return getattr(cfg, key, None)
+    except Exception:  # noqa: BLE001 - some configs raise for per-layer attributes
+        return None
 
-    old_heads, old_kv = get("num_attention_heads"), get("num_key_value_heads")
+
+def _shrink_named_sizes(cfg) -> None:
+    """The sizes SMALL names, fields a checkpoint would set, sampling noise, hybrid layers."""
     for key, value in SMALL.items():
-        current = get(key)
+        current = _get(cfg, key)
         if isinstance(current, int) and not isinstance(current, bool):
-            set_if_writable(key, value)
+            _set(cfg, key, value)
     # Fields a checkpoint sets but the config class leaves None (the model cannot be built).
     for key, value in FILL_IF_NONE.items():
-        if key in vars(cfg) and get(key) is None:
-            set_if_writable(key, value)
+        if key in vars(cfg) and _get(cfg, key) is None:
+            _set(cfg, key, value)
     for key in ("noise_scale", "noise_scale_duration"):  # sampling noise in the forward (VITS)
-        if isinstance(get(key), float):
-            set_if_writable(key, 0.0)
+        if isinstance(_get(cfg, key), float):
+            _set(cfg, key, 0.0)
     for key, value in HYBRID.items():
-        if isinstance(get(key), int):
-            set_if_writable(key, value)
-    heads = get("num_attention_heads")
-    if "num_key_value_heads" in vars(cfg) and get("num_key_value_heads") is None and heads:
-        set_if_writable("num_key_value_heads", heads)  # None: one per query head
-    if isinstance(old_kv, int) and isinstance(old_heads, int) and old_kv and heads:
-        # keep the grouping: as many query heads per key/value head as before, where possible
-        group = max(1, old_heads // old_kv)
-        set_if_writable("num_key_value_heads", heads // group if heads % group == 0 else heads)
-    width = get("hidden_size") or get("d_model")
-    if "head_dim" in vars(cfg) and (isinstance(get("head_dim"), int) or get("head_dim") is None):
-        if isinstance(width, int) and isinstance(heads, int) and heads:
-            set_if_writable("head_dim", width // heads)
-    rope = get("rope_parameters")
-    head_dim = get("head_dim")
-    if not isinstance(head_dim, int) and isinstance(width, int) and isinstance(heads, int) and heads:
-        head_dim = width // heads
+        if isinstance(_get(cfg, key), int):
+            _set(cfg, key, value)
+
+
+def _shrink_rope_sections(cfg, head_dim) -> None:
+    rope = _get(cfg, "rope_parameters")
     if (isinstance(rope, dict) and "mrope_section" not in rope and isinstance(head_dim, int)
             and "mrope_section" in getattr(type(cfg), "ignore_keys_at_rope_validation", ())):
         # the model's default sections are for its full head_dim: three for the shrunk one
-        factor = rope.get("partial_rotary_factor") or get("partial_rotary_factor") or 1.0
+        factor = rope.get("partial_rotary_factor") or _get(cfg, "partial_rotary_factor") or 1.0
         half = int(head_dim * factor) // 2
         rope["mrope_section"] = [half - 2 * (half // 3), half // 3, half // 3]
     if isinstance(rope, dict) and isinstance(rope.get("mrope_section"), list) and isinstance(head_dim, int):
@@ -104,49 +90,91 @@ def shrink(cfg, harder: bool = False) -> None:
         scaled[-1] += half - sum(scaled)
         if scaled[-1] >= 1:
             rope["mrope_section"] = scaled
-    if all(isinstance(get(k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
+
+
+def _shrink_heads(cfg, old_heads, old_kv) -> None:
+    """Key/value heads grouped as before, the head width, rotary sections, state-space heads."""
+    heads = _get(cfg, "num_attention_heads")
+    if "num_key_value_heads" in vars(cfg) and _get(cfg, "num_key_value_heads") is None and heads:
+        _set(cfg, "num_key_value_heads", heads)  # None: one per query head
+    if isinstance(old_kv, int) and isinstance(old_heads, int) and old_kv and heads:
+        # keep the grouping: as many query heads per key/value head as before, where possible
+        group = max(1, old_heads // old_kv)
+        _set(cfg, "num_key_value_heads", heads // group if heads % group == 0 else heads)
+    width = _get(cfg, "hidden_size") or _get(cfg, "d_model")
+    if "head_dim" in vars(cfg) and (isinstance(_get(cfg, "head_dim"), int)
+                                    or _get(cfg, "head_dim") is None):
+        if isinstance(width, int) and isinstance(heads, int) and heads:
+            _set(cfg, "head_dim", width // heads)
+    head_dim = _get(cfg, "head_dim")
+    if not isinstance(head_dim, int) and isinstance(width, int) and isinstance(heads, int) and heads:
+        head_dim = width // heads
+    _shrink_rope_sections(cfg, head_dim)
+    if all(isinstance(_get(cfg, k), int) for k in ("expand", "num_heads", "head_dim", "hidden_size")):
         # state-space heads (Mamba-2): num_heads * head_dim spans the expanded width
-        set_if_writable("num_heads", max(1, get("expand") * get("hidden_size") // get("head_dim")))
-    if isinstance(get("rotary_dim"), int):
-        set_if_writable("rotary_dim", 4)
+        _set(cfg, "num_heads", max(1, _get(cfg, "expand") * _get(cfg, "hidden_size")
+                                   // _get(cfg, "head_dim")))
+    if isinstance(_get(cfg, "rotary_dim"), int):
+        _set(cfg, "rotary_dim", 4)
+
+
+def _shrink_token_ids_and_layers(cfg) -> None:
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
-        if isinstance(get(key), int) and get(key) >= 100:
-            set_if_writable(key, 1)
-    if isinstance(get("layer_types"), list) and cfg.layer_types:
+        if isinstance(_get(cfg, key), int) and _get(cfg, key) >= 100:
+            _set(cfg, key, 1)
+    if isinstance(_get(cfg, "layer_types"), list) and cfg.layer_types:
         # as many layers as before the shrink allows, and every kind of layer kept
         kinds = list(dict.fromkeys(cfg.layer_types))
-        n = max(get("num_hidden_layers") or 2, len(kinds))
-        set_if_writable("num_hidden_layers", n)
-        set_if_writable("layer_types", (kinds * n)[:n])
+        n = max(_get(cfg, "num_hidden_layers") or 2, len(kinds))
+        _set(cfg, "num_hidden_layers", n)
+        _set(cfg, "layer_types", (kinds * n)[:n])
+
+
+def _shrink_other_fields(cfg, harder: bool) -> None:
+    """Every other field by its name: widths, feed-forward sizes, per-stage lists; with
+    `harder`, vocabularies, scaling coefficients, heads of parts and channel lists too."""
     for key, value in list(vars(cfg).items()):
         if key.startswith("_") or key in SMALL or isinstance(value, bool):
             continue
         name = key.lower()
         if harder and isinstance(value, int) and value > 128 and "vocab" in name:
-            set_if_writable(key, 128)  # (an entity vocabulary, hashed byte groups)
+            _set(cfg, key, 128)  # (an entity vocabulary, hashed byte groups)
         elif harder and isinstance(value, float) and name in ("width_coefficient", "depth_coefficient"):
-            set_if_writable(key, min(value, 1.0))  # (EfficientNet's scaling of B0's stages)
+            _set(cfg, key, min(value, 1.0))  # (EfficientNet's scaling of B0's stages)
         elif harder and isinstance(value, int) and value > 4 and name.endswith("num_attention_heads"):
-            set_if_writable(key, 4)  # (heads of a part whose width the rule below makes 32)
+            _set(cfg, key, 4)  # (heads of a part whose width the rule below makes 32)
         elif isinstance(value, int) and value > 64 and not any(
                 (w in name.split("_")) if (harder and w == "id") else (w in name) for w in NOT_A_WIDTH):
             # (the first pass finds "id" inside "hidden" too: the harder one takes it as a word)
             if any(w in name for w in ("intermediate", "ffn", "mlp")):
-                set_if_writable(key, 64)
+                _set(cfg, key, 64)
             elif any(w in name for w in WIDTH_WORDS) or name.endswith("_dim"):
-                set_if_writable(key, 32)
+                _set(cfg, key, 32)
         elif isinstance(value, (list, tuple)) and value and all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value):
             if name in STAGE_HEADS:
-                set_if_writable(key, [2] * len(value))
+                _set(cfg, key, [2] * len(value))
             elif name in STAGE_DEPTHS:
-                set_if_writable(key, [1] * len(value))
+                _set(cfg, key, [1] * len(value))
             elif name in STAGE_WIDTHS and max(value) > 64:
                 # keep the proportions between stages, multiples of 8, at most 64 wide
-                set_if_writable(key, [max(8, v * 64 // max(value) // 8 * 8) for v in value])
+                _set(cfg, key, [max(8, v * 64 // max(value) // 8 * 8) for v in value])
             elif harder and max(value) > 64 and (name.endswith("_channels") or name.endswith("_dim")
                                                  or name in ("in_channels", "out_channels", "embed_dim")):
-                set_if_writable(key, type(value)(_smaller_width(v) for v in value))
+                _set(cfg, key, type(value)(_smaller_width(v) for v in value))
+
+
+def shrink(cfg, harder: bool = False) -> None:
+    """Makes the configuration small. `harder`: a second pass for a model the first leaves over
+    PARAM_CAP or the CPU cannot build or run (run_one; models that pass keep the first pass's
+    configuration). The steps in order: each reads what the ones before it set."""
+    from transformers import PretrainedConfig
+
+    old_heads, old_kv = _get(cfg, "num_attention_heads"), _get(cfg, "num_key_value_heads")
+    _shrink_named_sizes(cfg)
+    _shrink_heads(cfg, old_heads, old_kv)
+    _shrink_token_ids_and_layers(cfg)
+    _shrink_other_fields(cfg, harder)
     for key, value in vars(cfg).items():
         if isinstance(value, PretrainedConfig):
             shrink(value, harder)
@@ -154,7 +182,6 @@ def shrink(cfg, harder: bool = False) -> None:
             for item in value:  # per-layer configs
                 if isinstance(item, PretrainedConfig):
                     shrink(item, harder)
-
 
 
 def config_value(cfg, names, default=None):
