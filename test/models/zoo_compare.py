@@ -184,113 +184,155 @@ def float64_grads(ref: dict) -> dict:
     return ref["float64_grads"]
 
 
+def _forward_on_tpu(ref: dict, compiled: bool, run: dict):
+    """The model on "tpu" (compiled or not) and its forward against the CPU's; the forward's
+    output is kept in run["out"] before it is compared (a failure's report reads it)."""
+    import torch
+    import torchtpu
+
+    dev_model = fresh_model(ref).to("tpu")
+    torchtpu.metrics.reset()
+    if compiled:
+        import torch._dynamo
+
+        torch._dynamo.reset()
+    forward = torch.compile(dev_model, backend="tpu") if compiled else dev_model
+    torch.manual_seed(0)
+    run["out"] = first_tensor(forward(**tree_map_only(torch.Tensor, lambda v: v.to("tpu"),
+                                                      ref["inputs"])))
+    torch.testing.assert_close(run["out"].detach().cpu(), ref["out"], atol=ATOL, rtol=RTOL)
+    return dev_model
+
+
+def _check_grads(ref: dict, dev_model, checked: list) -> None:
+    """Every parameter's gradient against the CPU's (or, ill-conditioned, against float64)."""
+    import torch
+
+    for name, p_tpu in dev_model.named_parameters():
+        if name not in ref["grads"]:
+            continue
+        got, want = p_tpu.grad.cpu(), ref["grads"][name]
+        if torch.allclose(got, want, atol=1e-4, rtol=1e-3):
+            continue
+        # An ill-conditioned gradient (a sum of many large terms that cancel) can differ by
+        # more than the tolerance between two float32 summation orders. Then tpu passes if
+        # it is as close to a float64 reference as the CPU is (within 2x, plus 1e-6).
+        exact = float64_grads(ref).get(name)
+        if exact is not None:
+            err_tpu = (got.double() - exact).abs().max().item()
+            err_cpu = (want.double() - exact).abs().max().item()
+            scale = exact.abs().max().item()
+            if err_cpu > 0.1 * scale:
+                # the CPU's float32 gradient is no reference: nothing to compare with
+                raise IllConditioned(f"grad of {name}: the CPU's float32 gradient is off by "
+                                     f"{err_cpu:.2e} from float64 (largest |grad| {scale:.2e})")
+            if err_tpu <= 2 * err_cpu + 1e-6:
+                checked.append(f"{name}: |tpu - f64| {err_tpu:.2e}, |cpu - f64| {err_cpu:.2e}")
+                continue
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-3,
+                                   msg=lambda m: f"grad of {name}: {m}")
+
+
+def _check_generate(ref: dict, dev_model) -> None:
+    import torch
+
+    with torch.no_grad():
+        g_tpu = dev_model.generate(ref["ids"].to("tpu"), max_new_tokens=4, do_sample=False)
+    if not torch.equal(g_tpu.cpu(), ref["generated"]):
+        raise AssertionError(f"generated tokens differ: {g_tpu.cpu().tolist()} vs "
+                             f"{ref['generated'].tolist()}")
+
+
+def _check_optimizer_step(ref: dict, dev_model, compiled: bool) -> None:
+    import torch
+
+    named = list(dev_model.named_parameters())
+    before = [p.detach().cpu() for _, p in named]
+    opt = torch.optim.AdamW(dev_model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY, eps=EPS,
+                            capturable=compiled)
+    (torch.compile(opt.step, backend="tpu") if compiled else opt.step)()
+    # The update of every parameter against the CPU's (check_adamw_update: a step that does
+    # nothing fails), and at least one element somewhere pinned by its gradient.
+    pinned = sum(check_adamw_update(name, old, p_tpu, p_cpu, p_tpu.grad, ref["grads"].get(name),
+                                    compiled)
+                 for (name, p_tpu), old, p_cpu in zip(named, before, ref["stepped"]))
+    if pinned == 0:
+        raise AssertionError("optimizer step: no gradient element is large enough to pin its "
+                             "update: the step was not compared")
+
+
+def _passing_row(checked: list, compiled: bool) -> dict:
+    import torchtpu
+
+    row = {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
+    if checked:
+        row["checked_against_float64"] = checked
+    if compiled:
+        c = torchtpu.metrics.compiled()
+        row["compiled"] = {k: c[k] for k in ("dynamo_graphs", "programs", "program_runs",
+                                             "runs_op_by_op", "program_failures")}
+        row["compiled"]["graph_breaks"] = sum(c["graph_breaks"].values())
+    return row
+
+
+def _failure_row(e: Exception, ref: dict, compiled: bool, stage: str, out) -> dict:
+    """A failed stage's row: a backend bug, or the harness's when PyTorch's own compile on the
+    CPU fails the same way."""
+    import torchtpu
+
+    try:
+        torchtpu.sync()
+    except Exception:  # noqa: BLE001 - a deferred error of the same failure
+        pass
+    unlike = None
+    if compiled and stage in ("forward", "backward"):
+        tpu_out = out.detach().cpu() if stage == "forward" and out is not None else None
+        cpu_failure = compiled_on_cpu_fails(ref, tpu_out)
+        if isinstance(cpu_failure, str):
+            return {"status": "harness", "stage": stage,
+                    "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
+                              f"the same: {cpu_failure}"}
+        if cpu_failure is not None:
+            # A CPU compile that fails excuses this failure only if it is the same one
+            # (test/compare_errors.py: same exception type, same message).
+            unlike = same_failure(e, cpu_failure)
+            if unlike is None:
+                return {"status": "harness", "stage": stage,
+                        "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
+                                  f"the same: {type(cpu_failure).__name__}: {str(cpu_failure)[:200]}"}
+    row = {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
+           "fallbacks": torchtpu.metrics.fallbacks()}
+    if unlike is not None:
+        row["cpu_compile_fails_otherwise"] = unlike
+    return row
+
+
 def run_on_tpu(ref: dict, mode: str) -> dict:
     """Run the stages of `ref` on "tpu" in eager `mode`, compared with the CPU results. Mode
     "compiled": the forward (with AOTAutograd's backward) and a capturable AdamW step compiled
     with torch.compile(backend="tpu"), in strict eager (generate() runs eagerly)."""
-    import torch
     import torchtpu
 
     compiled = mode == "compiled"
     torchtpu.set_eager_mode("strict" if compiled else mode)
-    stage = "forward"
+    run = {"stage": "forward", "out": None}  # the stage reached; the forward's output on "tpu"
     checked: list[str] = []
-    a = None  # the forward's output on "tpu"
     try:
-        dev_model = fresh_model(ref).to("tpu")
-        torchtpu.metrics.reset()
-        if compiled:
-            import torch._dynamo
-
-            torch._dynamo.reset()
-        forward = torch.compile(dev_model, backend="tpu") if compiled else dev_model
-        torch.manual_seed(0)
-        a = first_tensor(forward(**tree_map_only(torch.Tensor, lambda v: v.to("tpu"), ref["inputs"])))
-        torch.testing.assert_close(a.detach().cpu(), ref["out"], atol=ATOL, rtol=RTOL)
-        stage = "backward"
-        a.float().pow(2).mean().backward()
-        for name, p_tpu in dev_model.named_parameters():
-            if name not in ref["grads"]:
-                continue
-            got, want = p_tpu.grad.cpu(), ref["grads"][name]
-            if torch.allclose(got, want, atol=1e-4, rtol=1e-3):
-                continue
-            # An ill-conditioned gradient (a sum of many large terms that cancel) can differ by
-            # more than the tolerance between two float32 summation orders. Then tpu passes if
-            # it is as close to a float64 reference as the CPU is (within 2x, plus 1e-6).
-            exact = float64_grads(ref).get(name)
-            if exact is not None:
-                err_tpu = (got.double() - exact).abs().max().item()
-                err_cpu = (want.double() - exact).abs().max().item()
-                scale = exact.abs().max().item()
-                if err_cpu > 0.1 * scale:
-                    # the CPU's float32 gradient is no reference: nothing to compare with
-                    raise IllConditioned(f"grad of {name}: the CPU's float32 gradient is off by "
-                                         f"{err_cpu:.2e} from float64 (largest |grad| {scale:.2e})")
-                if err_tpu <= 2 * err_cpu + 1e-6:
-                    checked.append(f"{name}: |tpu - f64| {err_tpu:.2e}, |cpu - f64| {err_cpu:.2e}")
-                    continue
-            torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-3,
-                                       msg=lambda m: f"grad of {name}: {m}")
+        dev_model = _forward_on_tpu(ref, compiled, run)
+        run["stage"] = "backward"
+        run["out"].float().pow(2).mean().backward()
+        _check_grads(ref, dev_model, checked)
         if ref["generated"] is not None:
-            stage = "generate"
-            with torch.no_grad():
-                g_tpu = dev_model.generate(ref["ids"].to("tpu"), max_new_tokens=4, do_sample=False)
-            if not torch.equal(g_tpu.cpu(), ref["generated"]):
-                raise AssertionError(f"generated tokens differ: {g_tpu.cpu().tolist()} vs "
-                                     f"{ref['generated'].tolist()}")
-        stage = "optimizer"
-        named = list(dev_model.named_parameters())
-        before = [p.detach().cpu() for _, p in named]
-        opt = torch.optim.AdamW(dev_model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY, eps=EPS,
-                                capturable=compiled)
-        (torch.compile(opt.step, backend="tpu") if compiled else opt.step)()
-        # The update of every parameter against the CPU's (check_adamw_update: a step that does
-        # nothing fails), and at least one element somewhere pinned by its gradient.
-        pinned = sum(check_adamw_update(name, old, p_tpu, p_cpu, p_tpu.grad, ref["grads"].get(name),
-                                        compiled)
-                     for (name, p_tpu), old, p_cpu in zip(named, before, ref["stepped"]))
-        if pinned == 0:
-            raise AssertionError("optimizer step: no gradient element is large enough to pin its "
-                                 "update: the step was not compared")
+            run["stage"] = "generate"
+            _check_generate(ref, dev_model)
+        run["stage"] = "optimizer"
+        _check_optimizer_step(ref, dev_model, compiled)
         torchtpu.sync()
-        row = {"status": "pass", "fallbacks": torchtpu.metrics.fallbacks()}
-        if checked:
-            row["checked_against_float64"] = checked
-        if compiled:
-            c = torchtpu.metrics.compiled()
-            row["compiled"] = {k: c[k] for k in ("dynamo_graphs", "programs", "program_runs",
-                                                 "runs_op_by_op", "program_failures")}
-            row["compiled"]["graph_breaks"] = sum(c["graph_breaks"].values())
-        return row
+        return _passing_row(checked, compiled)
     except IllConditioned as e:
         return {"status": "harness", "reason": f"ill-conditioned in float32: {e}"}
     except Exception as e:  # noqa: BLE001
-        try:
-            torchtpu.sync()
-        except Exception:  # noqa: BLE001 - a deferred error of the same failure
-            pass
-        unlike = None
-        if compiled and stage in ("forward", "backward"):
-            tpu_out = a.detach().cpu() if stage == "forward" and a is not None else None
-            cpu_failure = compiled_on_cpu_fails(ref, tpu_out)
-            if isinstance(cpu_failure, str):
-                return {"status": "harness", "stage": stage,
-                        "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
-                                  f"the same: {cpu_failure}"}
-            if cpu_failure is not None:
-                # A CPU compile that fails excuses this failure only if it is the same one
-                # (test/compare_errors.py: same exception type, same message).
-                unlike = same_failure(e, cpu_failure)
-                if unlike is None:
-                    return {"status": "harness", "stage": stage,
-                            "reason": f"PyTorch's own compile (backend aot_eager) on the CPU does "
-                                      f"the same: {type(cpu_failure).__name__}: {str(cpu_failure)[:200]}"}
-        row = {"status": "backend bug", "stage": stage, "reason": f"{type(e).__name__}: {str(e)[:300]}",
-               "fallbacks": torchtpu.metrics.fallbacks()}
-        if unlike is not None:
-            row["cpu_compile_fails_otherwise"] = unlike
-        return row
+        return _failure_row(e, ref, compiled, run["stage"], run["out"])
 
 
 def compiled_on_cpu_fails(ref: dict, tpu_out=None):
