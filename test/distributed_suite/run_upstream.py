@@ -546,41 +546,29 @@ def _print_summary(report, backend) -> None:
             print(f"        {', '.join(tests[:6])}{' ...' if len(tests) > 6 else ''}")
 
 
-def main(args) -> int:
-    names = _selected(args)
-    if args.list:
-        for n in names:
-            why = _static_skip(n)
-            lifted = (f" (lifted: skipped for {LIFTED[n][1]!r}, runs as {LIFTED[n][0]} "
-                      f"would)" if n in LIFTED else "")
-            print(f"{n}: {'skip: ' + why if why else 'runs'}{lifted}")
-        print(f"{len(names)} tests, {sum(1 for n in names if not _static_skip(n))} not "
-              f"skipped by a decorator")
-        return 0
-    previous = None
-    if args.rerun_failures:
-        with open(args.rerun_failures) as f:
-            previous = json.load(f)
-        again = {r["name"] for r in previous["tests"] if r["outcome"] in ("failed", "error")}
-        names = [n for n in names if n in again]
+def _list(names) -> int:
+    for n in names:
+        why = _static_skip(n)
+        lifted = (f" (lifted: skipped for {LIFTED[n][1]!r}, runs as {LIFTED[n][0]} "
+                  f"would)" if n in LIFTED else "")
+        print(f"{n}: {'skip: ' + why if why else 'runs'}{lifted}")
+    print(f"{len(names)} tests, {sum(1 for n in names if not _static_skip(n))} not "
+          f"skipped by a decorator")
+    return 0
+
+
+def _results_path(args) -> str:
     unfiltered = not args.patterns and not args.exclude
     default_run = (unfiltered and args.world_size == 2 and args.backend == "tpu_dist"
                    and args.device == "tpu" and not args.no_features
                    and not args.lift_name_gates)
-    out_path = args.json or args.rerun_failures or os.path.join(
+    return args.json or args.rerun_failures or os.path.join(
         _RESULTS, "upstream_distributed.json" if default_run
         else "upstream_distributed.partial.json")
 
-    print(f"torch {torch.__version__}, backend {args.backend}, world size {args.world_size}, "
-          f"tensors the tests create without a device on: {args.device}, timeout "
-          f"{args.timeout}s, eager mode {torchtpu.get_eager_mode()}, "
-          f"features {os.environ['TORCHTPU_SUITE_FEATURES'] or 'none'}", flush=True)
-    lifted = [n for n in names if n in LIFTED]
-    print(f"{len(names)} tests selected"
-          + (f" (the failures and errors of {args.rerun_failures})" if previous else "")
-          + (f", {len(lifted)} of them with a skip on the backend's name lifted "
-             f"(--lift-name-gates {args.lift_name_gates})" if lifted else ""), flush=True)
 
+def _run_suite(names, args):
+    """The selected tests of the suite: their records and the run's description."""
     common_distributed.logger.setLevel("WARNING")  # ("Started process ..." per rank)
     tree_before = _tree_state()
     suite = unittest.TestSuite(TestDistBackendWithSpawn(n) for n in names)
@@ -601,47 +589,80 @@ def main(args) -> int:
         "torchtpu_tree_changed_during_run": tree_after != tree_before,
         "torchtpu_tree_after": tree_after if tree_after != tree_before else None,
     }
+    return result.records, run
 
+
+def _merged_report(previous: dict, records, run: dict) -> dict:
+    """The previous run's records, those of the tests run again replaced (marked "rerun")."""
+    fresh = {r["name"]: dict(r, rerun=True) for r in records}
+    recs = [fresh.get(r["name"], r) for r in previous["tests"]]
+    report = {k: v for k, v in previous.items() if k not in ("tests",)}
+    report["reruns"] = previous.get("reruns", []) + [
+        dict(run, tests=sorted(fresh), counts=_summarize(records)["counts"])]
+    report.update(_summarize(recs))
+    report["tests"] = recs
+    return report
+
+
+def _new_report(args, names, records, run: dict) -> dict:
+    return {
+        "suite": "torch/testing/_internal/distributed/distributed_test.py "
+                 "(DistributedTest._DistTestBase, driven as test_distributed_spawn.py)",
+        **run,
+        "torch": torch.__version__,
+        "backend": args.backend,
+        "world_size": args.world_size,
+        "device": args.device,
+        "eager_mode": torchtpu.get_eager_mode(),
+        "features_added": os.environ["TORCHTPU_SUITE_FEATURES"].split(",")
+        if os.environ["TORCHTPU_SUITE_FEATURES"] else [],
+        "per_test_timeout_s": args.timeout,
+        "lifted_name_gates": {n: {"as": b, "skip_reason": w}
+                              for n, (b, w) in LIFTED.items() if n in names},
+        "env": {k: os.environ.get(k)
+                for k in ("TORCHTPU_DIST_CHECK", "TORCHTPU_EAGER_MODE")},
+        "filters": {"k": args.patterns, "exclude": args.exclude},
+        **_summarize(records),
+        "tests": records,
+    }
+
+
+def main(args) -> int:
+    names = _selected(args)
+    if args.list:
+        return _list(names)
+    previous = None
+    if args.rerun_failures:
+        with open(args.rerun_failures) as f:
+            previous = json.load(f)
+        again = {r["name"] for r in previous["tests"] if r["outcome"] in ("failed", "error")}
+        names = [n for n in names if n in again]
+    out_path = _results_path(args)
+
+    print(f"torch {torch.__version__}, backend {args.backend}, world size {args.world_size}, "
+          f"tensors the tests create without a device on: {args.device}, timeout "
+          f"{args.timeout}s, eager mode {torchtpu.get_eager_mode()}, "
+          f"features {os.environ['TORCHTPU_SUITE_FEATURES'] or 'none'}", flush=True)
+    lifted = [n for n in names if n in LIFTED]
+    print(f"{len(names)} tests selected"
+          + (f" (the failures and errors of {args.rerun_failures})" if previous else "")
+          + (f", {len(lifted)} of them with a skip on the backend's name lifted "
+             f"(--lift-name-gates {args.lift_name_gates})" if lifted else ""), flush=True)
+
+    records, run = _run_suite(names, args)
     if previous is not None:
-        # The previous run's records, those of the tests run again replaced (marked "rerun").
-        fresh = {r["name"]: dict(r, rerun=True) for r in result.records}
-        recs = [fresh.get(r["name"], r) for r in previous["tests"]]
-        report = {k: v for k, v in previous.items() if k not in ("tests",)}
-        report["reruns"] = previous.get("reruns", []) + [
-            dict(run, tests=sorted(fresh), counts=_summarize(result.records)["counts"])]
-        report.update(_summarize(recs))
-        report["tests"] = recs
+        report = _merged_report(previous, records, run)
     else:
-        recs = result.records
-        report = {
-            "suite": "torch/testing/_internal/distributed/distributed_test.py "
-                     "(DistributedTest._DistTestBase, driven as test_distributed_spawn.py)",
-            **run,
-            "torch": torch.__version__,
-            "backend": args.backend,
-            "world_size": args.world_size,
-            "device": args.device,
-            "eager_mode": torchtpu.get_eager_mode(),
-            "features_added": os.environ["TORCHTPU_SUITE_FEATURES"].split(",")
-            if os.environ["TORCHTPU_SUITE_FEATURES"] else [],
-            "per_test_timeout_s": args.timeout,
-            "lifted_name_gates": {n: {"as": b, "skip_reason": w}
-                                  for n, (b, w) in LIFTED.items() if n in names},
-            "env": {k: os.environ.get(k)
-                    for k in ("TORCHTPU_DIST_CHECK", "TORCHTPU_EAGER_MODE")},
-            "filters": {"k": args.patterns, "exclude": args.exclude},
-            **_summarize(recs),
-            "tests": recs,
-        }
+        report = _new_report(args, names, records, run)
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
         json.dump(report, f, indent=1)
 
     _print_summary(report, args.backend)
-    print(f"run time: {elapsed / 60:.1f} min"
+    print(f"run time: {run['duration_s'] / 60:.1f} min"
           + (f" (re-ran {len(names)} tests; the counts above are the merged ones)"
              if previous else ""))
-    if tree_after != tree_before:
+    if run["torchtpu_tree_changed_during_run"]:
         print("warning: the torchtpu checkout changed during the run (torchtpu_tree_after in "
               "the JSON): later tests ran against other code than earlier ones")
     print(f"results: {out_path}")
