@@ -11,7 +11,10 @@
   and the runtime's chip table includes it), the bindings only the public header and
   `api/Control.h`. CMakeLists.txt checks the direction of calls at link time (each layer linked
   with the layers below it alone); this checks the headers, which the linker does not see (an
-  inline function or a type of a higher layer).
+  inline function or a type of a higher layer);
+- PyTorch's internal headers (ATen/native, c10/core/impl, torch/csrc but the public ones listed
+  in `TORCH_PUBLIC_HEADERS`) are included by csrc/runtime/TorchInternals.h alone, the one file
+  to review against a new torch.
 
 Each test lists every offender with its size and place. Pure source reading: no device, no build.
 """
@@ -496,4 +499,38 @@ def test_cpp_includes_point_down():
     assert not offenders, (
         f"{len(offenders)} includes pointing up the layers (python -> api -> defer -> aten -> "
         "sim -> runtime, the public header below all; docs/design.md, \"Layers\"):\n  "
+        + "\n  ".join(offenders))
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch's internals behind one header
+
+TORCH_INTERNALS_HEADER = "csrc/runtime/TorchInternals.h"
+_TORCH_INTERNAL = re.compile(r'^\s*#\s*include\s*[<"]((?:ATen/native|c10/core/impl|torch/csrc)/[^">]+)[">]',
+                             re.M)
+# Headers under those folders that are PyTorch's public extension API (the device-guard interface
+# PyTorch's PrivateUse1 documentation and OpenReg use; the Python binding headers torch/extension.h
+# brings and the device module's): any file may include them.
+TORCH_PUBLIC_HEADERS = {
+    "c10/core/impl/DeviceGuardImplInterface.h",
+    "torch/csrc/utils/pybind.h", "torch/csrc/autograd/python_variable.h",
+    "torch/csrc/Exceptions.h", "torch/csrc/Generator.h", "torch/csrc/Event.h",
+    "torch/csrc/utils/device_lazy_init.h",
+}
+
+
+def test_pytorch_internals_only_through_one_header():
+    assert (ROOT / TORCH_INTERNALS_HEADER).is_file(), TORCH_INTERNALS_HEADER
+    offenders = []
+    for path in _cpp_files():
+        if _relative(path) == TORCH_INTERNALS_HEADER:
+            continue
+        text = path.read_text(errors="replace")
+        for match in _TORCH_INTERNAL.finditer(text):
+            if match.group(1) not in TORCH_PUBLIC_HEADERS:
+                line = text.count("\n", 0, match.start()) + 1
+                offenders.append(f"{_relative(path)}:{line} includes {match.group(1)}")
+    assert not offenders, (
+        f"{len(offenders)} includes of PyTorch internals outside {TORCH_INTERNALS_HEADER} "
+        "(include that header; add the internal there, with what it is used for):\n  "
         + "\n  ".join(offenders))
