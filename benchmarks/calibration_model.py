@@ -27,13 +27,20 @@ float32 logits. ``train_step`` runs what one chip of the measured slice runs (``
 - **int8 / fp8**: MaxText's int8 (AQT: the forward and both gradients' matmuls in int8, dynamic
   per-row and per-column scales) and fp8 (qwix's fp8_full: static scales) for the dense layers,
   each quantized matmul one fused kernel (XLA fuses the quantization into the dot) charged at
-  the dtype's rate through torchtpu's kernel-pricing API (``_quantized_mm``); attention stays
-  bf16. Written as eager quantization ops instead (abs, amax, divide, round, clamp, convert,
+  the dtype's rate through torchtpu's kernel-pricing API (calibration_kernels.py); attention
+  stays bf16. Written as eager quantization ops instead (abs, amax, divide, round, clamp, convert,
   each through HBM), GPT-3 175B's int8 step on v6e was estimated at 33.9 s, most of it those
   ops over the 175B weights, against 5.7 s fused.
-- **MoE**: tokens sorted by expert, each expert a ``bmm`` over its share; balanced routing
-  (the measured runs route randomly or are balanced by design), so each expert takes
-  tokens x k / E tokens, times the capacity factor of token-dropping runs.
+- **MoE**: tokens sorted by expert; token-dropping runs (dense dispatch) compute each expert as
+  a ``bmm`` over its buffer of tokens x k / E x the capacity factor; dropless runs (``gmm``)
+  compute the experts as MaxText's grouped matmul does (megablox, or tokamax's port of it):
+  whole tiles of tm sorted rows, a tile that a group boundary falls in once per group, the
+  weights fetched again at each tile, one grouped matmul per JAX device (two a v7 chip); the
+  group sizes are one seeded draw of uniform random routing (calibration_kernels.py), the
+  tensors keep the balanced layout.
+- **attention**: causal flash attention (torchtpu's fused kernel charge); where the run's splash
+  attention has an unfused backward (``unfused_attention_bwd``, MaxText's default), the dK/dV
+  kernel's second computation of the scores and dP is charged too.
 
 Collectives are charged with ``torchtpu._C.charge_collective`` on the slice's ICI
 (TORCHTPU_TOPOLOGY, set per row), overlapped with compute by the ledger's stream clocks
@@ -42,17 +49,18 @@ Collectives are charged with ``torchtpu._C.charge_collective`` on the slice's IC
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
 
 import torch
 import torch.nn.functional as F
-from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
-                                    create_selective_checkpoint_contexts)
+from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
 from torchtpu import _C
+
+from calibration_kernels import (_SAVED, _GroupedMatmul, _QuantLinear, _UnfusedAttentionBackward,
+                                 _policy, named)
 
 BF16 = torch.bfloat16
 
@@ -97,6 +105,13 @@ class Run:
     quant: str | None = None     # None, "int8" or "fp8"
     capacity: float = 1.0        # MoE capacity factor (1: dropless, balanced)
     grad_bytes: int = 4          # bytes per gradient element reduce-scattered
+    # Dropless MoE through MaxText's grouped matmul (megablox, or tokamax's port of it): its
+    # (tm, tk, tn) tiles; None: the experts as one bmm (the dense dispatch of token-dropping runs).
+    gmm: tuple | None = None
+    devices: int = 1             # JAX devices per chip (v7: 2 TensorCores), each a gmm of its own
+    # Splash attention's backward as two kernels (sa_use_fused_bwd_kernel=False): the block size
+    # of its dK/dV kernel, which computes the scores and dP again; None: one fused kernel.
+    unfused_attention_bwd: int | None = None
 
 
 # --- collectives ---------------------------------------------------------------------------------
@@ -199,77 +214,6 @@ class _Mark(torch.autograd.Function):
     def backward(ctx, g):
         ctx.callback()
         return g, None
-
-
-# --- remat by checkpoint name ------------------------------------------------------------------
-
-_NAME: list[str] = [""]
-_SAVED: list[frozenset] = [frozenset()]  # the names the running step's remat policy saves
-
-
-@contextlib.contextmanager
-def named(name: str):
-    """MaxText's checkpoint_name: the values computed inside carry `name`."""
-    _NAME.append(name)
-    try:
-        yield
-    finally:
-        _NAME.pop()
-
-
-def _policy(saved: frozenset, ctx, op, *args, **kwargs):
-    return (CheckpointPolicy.MUST_SAVE if _NAME[-1] in saved
-            else CheckpointPolicy.PREFER_RECOMPUTE)
-
-
-# --- dense layers --------------------------------------------------------------------------------
-
-def _padded(rows: int, cols: int, element_bytes: int) -> float:
-    """Bytes of a [rows, cols] array in HBM, padded to the memory tiles (sim/CostModel.cpp)."""
-    sublanes = 8 * max(1, 4 // element_bytes)
-    return (-(-rows // sublanes) * sublanes) * (-(-cols // 128) * 128) * float(element_bytes)
-
-
-_RATE = {"int8": 1, "fp8": 2}  # (sim::MxuRate)
-
-
-def _quantized_mm(a: torch.Tensor, b: torch.Tensor, mode: str) -> torch.Tensor:
-    """a @ b as MaxText's quantized dot computes it: one fused kernel (XLA fuses the operands'
-    quantization into the dot), charged through torchtpu's kernel-pricing API as a Pallas kernel
-    is: the bf16 operands read from HBM (int8: twice, a pass for their per-row / per-column
-    absolute maximum, AQT's dynamic scales; fp8: once, qwix's static scales), quantized on the
-    VPU (int8: abs, max, scale, round and convert, 4 operations per element; fp8: scale and
-    convert, 2), the matmul at the dtype's rate, the result dequantized (a scale per row and
-    column, 2 operations per element) and written in bf16. The result is a new tensor (a dry
-    run's: no values)."""
-    M, K = a.shape
-    N = b.shape[1]
-    out = a.new_empty((M, N))
-    if _NAME[-1] in _SAVED[0] and torch._C._current_graph_task_id() != -1:
-        return out  # a saved value the recomputation takes from the checkpoint: not run again
-    reads = 2 if mode == "int8" else 1
-    per_element = 4 if mode == "int8" else 2
-    operands = _padded(M, K, 2) + _padded(K, N, 2)
-    _C.charge_kernel(f"{mode}_dot (fused quantization)", [[1, M, K, N, 1, 1, _RATE[mode]]],
-                     per_element * math.ceil((M * K + K * N) / 1024) + 2 * math.ceil(M * N / 1024),
-                     reads * operands + _padded(M, N, 2))
-    return out
-
-
-class _QuantLinear(torch.autograd.Function):
-    """y = x @ w.T with the forward and both gradients' matmuls in int8 or fp8 (MaxText's int8:
-    AQT with forward, dlhs and drhs bits 8; fp8_full: qwix, forward and backward in fp8)."""
-
-    @staticmethod
-    def forward(ctx, x2, w, mode):
-        ctx.save_for_backward(x2, w)
-        ctx.mode = mode
-        return _quantized_mm(x2, w.t(), mode)
-
-    @staticmethod
-    def backward(ctx, g):
-        x2, w = ctx.saved_tensors
-        return _quantized_mm(g, w, ctx.mode), _quantized_mm(g.t(), x2, ctx.mode), None
 
 
 def linear(x: torch.Tensor, w: torch.Tensor, quant: str | None) -> torch.Tensor:
@@ -422,6 +366,8 @@ class Model:
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                is_causal=mask is None and cache is None,
                                                enable_gqa=k.shape[1] != q.shape[1])
+            if self.r.unfused_attention_bwd and cache is None:
+                o = _UnfusedAttentionBackward.apply(o, q, k, v, self.r.unfused_attention_bwd)
         o = o.transpose(1, 2).reshape(B, S, -1)
         with named("out_proj"):
             return linear(o, L["o"], q_)
@@ -458,12 +404,13 @@ class Model:
             buf = _AllToAll.apply(buf, r.ep)
         W = L["experts"]
         xe = buf.view(E // r.ep, -1, x.shape[-1])
+        mm = functools.partial(_GroupedMatmul.apply, run=r) if r.gmm else torch.bmm
         with named("mlpwi"):
-            gate = torch.bmm(xe, W["wi_0"])
-            up = torch.bmm(xe, W["wi_1"]) if "wi_1" in W else None
+            gate = mm(xe, W["wi_0"])
+            up = mm(xe, W["wi_1"]) if "wi_1" in W else None
         act = F.silu(gate) * up if up is not None else F.gelu(gate)
         with named("mlpwo"):
-            ye = torch.bmm(act, W["wo"]).view(-1, x.shape[-1])
+            ye = mm(act, W["wo"]).view(-1, x.shape[-1])
         if r.ep > 1:
             ye = _AllToAll.apply(ye, r.ep)
         ys = ye if slot is None else ye.index_select(0, slot)

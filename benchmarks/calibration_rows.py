@@ -47,6 +47,17 @@ ARCHS: dict[str, Arch] = {
 _QKV = ("query_proj", "key_proj", "value_proj")
 _QKV_OUT = _QKV + ("out_proj",)
 
+# Dropless MoE runs go through MaxText's grouped matmul with (tm, tk, tn) tiles: tile_batch_seq,
+# tile_embed_dim, tile_mlp_dim, 512 / 1024 / 1024 in base.yml (maxtext @3eb77db3 and since; the
+# wi_tile_* / wo_tile_* defaults at e591f30c are the same; megablox's tile_size in
+# MaxText/layers/linears.py @1d27abf8, Oct 2024), unless the row's config sets them.
+_GMM = (512, 1024, 1024)
+# Splash attention's backward is two kernels unless sa_use_fused_bwd_kernel=True (base.yml's
+# default is False at tpu-recipes-v0.1.2, v0.1.4, 92e59fdf, 3eb77db3 and e591f30c; before the key
+# existed, maxtext @e7292a3a and @1d27abf8 built splash's BlockSizes without it, whose default is
+# the unfused backward; the 2023 v5e run's Pallas flash_attention has separate dK/dV and dQ
+# kernels). The value is the dK/dV kernel's block (sa_block_q_dkv: 512 by default).
+
 # Each row: the model, the chip's share of the run, the slice's topology (chips per ICI axis)
 # and, for serving rows, the iteration served.
 CONFIGS: dict[str, dict] = {
@@ -55,33 +66,45 @@ CONFIGS: dict[str, dict] = {
     "llama3.1-70b-v6e-256": dict(arch="llama3.1-70b", topology="16x16",
                                  run=Run(5, 8192, fsdp=256, remat=_QKV)),
     "gpt3-175b-v6e-256-bf16": dict(arch="gpt3-175b", topology="16x16",
-                                   run=Run(3, 2048, fsdp=256, remat="full")),
+                                   run=Run(3, 2048, fsdp=256, remat="full",
+                                           unfused_attention_bwd=2048)),
     "gpt3-175b-v6e-256-int8": dict(arch="gpt3-175b", topology="16x16",
-                                   run=Run(3, 2048, fsdp=256, remat="full", quant="int8")),
+                                   run=Run(3, 2048, fsdp=256, remat="full", quant="int8",
+                                           unfused_attention_bwd=2048)),
     "mixtral-8x7b-v6e-256": dict(arch="mixtral-8x7b", topology="16x16",
-                                 run=Run(12, 4096, fsdp=256, remat=_QKV_OUT, capacity=1.25)),
+                                 run=Run(12, 4096, fsdp=256, remat=_QKV_OUT, capacity=1.25,
+                                         unfused_attention_bwd=2048)),
     "mixtral-8x22b-v6e-256": dict(arch="mixtral-8x22b", topology="16x16",
                                   run=Run(8, 4096, fsdp=64, ep=4, remat=_QKV_OUT, capacity=1.25,
-                                          grad_bytes=2)),
+                                          grad_bytes=2, unfused_attention_bwd=2048)),
     "gpt3-175b-v5p-1024-int8": dict(arch="gpt3-175b", topology="8x8x8",
                                     run=Run(4, 2048, fsdp=64, tp=8, remat="full",
-                                            quant="int8")),
+                                            quant="int8", unfused_attention_bwd=512)),
     "llama3.1-405b-v5p-1024": dict(arch="llama3.1-405b", topology="8x8x8",
-                                   run=Run(2, 8192, fsdp=512, remat=("context", "mlpwo"))),
+                                   run=Run(2, 8192, fsdp=512, remat=("context", "mlpwo"),
+                                           unfused_attention_bwd=2048)),
+    # deepseek3_671b_v5p_1024 sets tile_batch_seq 512, tile_embed_dim 1024, tile_mlp_dim 1024 and
+    # sa_use_fused_bwd_kernel False (maxtext benchmarks/maxtext_v5p_model_configs.py @3eb77db3).
     "deepseek3-671b-v5p-1024": dict(arch="deepseek-v3", topology="8x8x8",
-                                    run=Run(6, 8192, fsdp=512, remat=("out_proj",))),
+                                    run=Run(6, 8192, fsdp=512, remat=("out_proj",), gmm=_GMM,
+                                            unfused_attention_bwd=2048)),
     "llama4-maverick-v5p-256": dict(arch="llama4-maverick", topology="4x4x8",
-                                    run=Run(4, 8192, fsdp=32, tp=4, remat=_QKV_OUT)),
+                                    run=Run(4, 8192, fsdp=32, tp=4, remat=_QKV_OUT, gmm=_GMM,
+                                            unfused_attention_bwd=2048)),
     "llama3.1-70b-v7-64-bf16": dict(arch="llama3.1-70b", topology="4x4x4",
                                     run=Run(4, 8192, fsdp=64,
                                             remat=_QKV + ("context", "qkv_proj"))),
     "llama3.1-70b-v7-64-fp8": dict(arch="llama3.1-70b", topology="4x4x4",
                                    run=Run(4, 8192, fsdp=64, remat=_QKV + ("context", "qkv_proj"),
                                            quant="fp8")),
+    # v7: tokamax's grouped matmul (use_tokamax_gmm=True), one per TensorCore (2 devices a
+    # chip, per_device_batch_size 8 and 16), default tiles (training/ironwood/*/run_recipe.sh).
     "deepseek-v3-v7-128-bf16": dict(arch="deepseek-v3", topology="4x4x8",
-                                    run=Run(16, 4096, fsdp=128, remat=(), grad_bytes=2)),
+                                    run=Run(16, 4096, fsdp=128, remat=(), grad_bytes=2,
+                                            gmm=_GMM, devices=2)),
     "qwen3-235b-a22b-v7-256-bf16": dict(arch="qwen3-235b-a22b", topology="4x8x8",
-                                        run=Run(32, 4096, fsdp=256, remat=())),
+                                        run=Run(32, 4096, fsdp=256, remat=(), gmm=_GMM,
+                                                devices=2)),
     # Serving (vLLM, TP 8 on a v6e-8): a mean iteration of the benchmark's steady state. Each
     # request has 1000 prompt and 1000 output tokens, so a running sequence's context averages
     # 1500 tokens, and prompts enter at the rate sequences finish: on average as many prompt
@@ -98,21 +121,27 @@ CONFIGS: dict[str, dict] = {
     # Rows whose figure and configuration are not stated together (calibration_set.py's
     # STRONGEST list holds those that are); they run after the strongest.
     "llama2-70b-v6e-256": dict(arch="llama2-70b", topology="16x16",
-                               run=Run(2, 4096, fsdp=256, remat=_QKV)),
+                               run=Run(2, 4096, fsdp=256, remat=_QKV,
+                                       unfused_attention_bwd=2048)),
     "maxtext-16b-v5e-256": dict(arch="maxtext-16b", topology="16x16",
-                                run=Run(6, 2048, fsdp=256, remat="full")),
+                                run=Run(6, 2048, fsdp=256, remat="full",
+                                        unfused_attention_bwd=512)),
     "llama2-70b-v5p-512": dict(arch="llama2-70b", topology="8x8x8",
                                run=Run(4, 4096, fsdp=512,
-                                       remat=_QKV_OUT + ("qkv_proj", "mlpwo"))),
+                                       remat=_QKV_OUT + ("qkv_proj", "mlpwo"),
+                                       unfused_attention_bwd=512)),
     "llama3.1-405b-v7-256-bf16": dict(arch="llama3.1-405b", topology="4x8x8",
                                       run=Run(6, 8192, fsdp=256,
                                               remat=("mlpwo", "key_proj", "value_proj"))),
     "llama4-scout-v5p-1024": dict(arch="llama4-scout", topology="8x8x8",
-                                  run=Run(8, 8192, fsdp=512, remat=())),
+                                  run=Run(8, 8192, fsdp=512, remat=(), gmm=_GMM,
+                                          unfused_attention_bwd=2048)),
     "mixtral-8x7b-v5p": dict(arch="mixtral-8x7b", topology="4x4x8",
-                             run=Run(36, 4096, fsdp=128, remat="full", grad_bytes=2)),
+                             run=Run(36, 4096, fsdp=128, remat="full", grad_bytes=2, gmm=_GMM,
+                                     unfused_attention_bwd=512)),
     "deepseek2-16b-v5p-8": dict(arch="deepseek-v2-lite", topology="2x2",
-                                run=Run(24, 2048, fsdp=4, remat="full")),
+                                run=Run(24, 2048, fsdp=4, remat="full", gmm=_GMM,
+                                        unfused_attention_bwd=512)),
 }
 
 # Rows of the set not run, and why.
