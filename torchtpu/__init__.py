@@ -74,6 +74,9 @@ _libtpu_flags.install()  # --xla_jf_conv_full_precision from LIBTPU_INIT_ARGS or
 from . import lightning as _lightning  # noqa: E402  (imports no Lightning)
 
 _lightning.install()  # Trainer(accelerator="torchtpu") once Lightning is imported (docs/ecosystem.md)
+from . import torchrec as _torchrec  # noqa: E402  (imports neither TorchRec nor fbgemm_gpu)
+
+_torchrec.install()  # fbgemm's TBE lookups and TorchRec's sharding on tpu (docs/torchrec.md)
 from .tpu import (  # noqa: E402,F401
     Event,
     Stream,
