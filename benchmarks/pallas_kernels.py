@@ -30,7 +30,7 @@ from torchtpu import pallas
 import jax  # noqa: E402  (after torchtpu: torchtpu never imports it itself)
 from jax.experimental import pallas as pl  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "helpers"))
 from pallas_kernels import blocked_matmul, flash  # noqa: E402  (the tests' kernels)
 
 CHIPS = ("v4", "v5e", "v5p", "v6e", "v7")

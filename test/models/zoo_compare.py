@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test/compare_errors.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))  # compare_errors.py
 from compare_errors import same_failure  # noqa: E402  when a CPU compile's error excuses tpu's
 
 # float32 models of a few layers: matmuls at "highest" equal fp32 GEMMs up to addition order,
@@ -294,7 +294,7 @@ def _failure_row(e: Exception, ref: dict, compiled: bool, stage: str, out) -> di
                               f"the same: {cpu_failure}"}
         if cpu_failure is not None:
             # A CPU compile that fails excuses this failure only if it is the same one
-            # (test/compare_errors.py: same exception type, same message).
+            # (test/helpers/compare_errors.py: same exception type, same message).
             unlike = same_failure(e, cpu_failure)
             if unlike is None:
                 return {"status": "harness", "stage": stage,

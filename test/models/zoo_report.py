@@ -36,7 +36,7 @@ def report(paths: list[str], target: Path | None = None, note: str | None = None
             "Mode compiled: the model through `torch.compile(model, backend=\"tpu\")` (forward, "
             "AOTAutograd's backward), a capturable AdamW step compiled, generate() eagerly; a "
             "failure that PyTorch's own `aot_eager` backend reproduces on the CPU (the same error: its "
-            "type and message, device and backend names aside, test/compare_errors.py; or a compiled "
+            "type and message, device and backend names aside, test/helpers/compare_errors.py; or a compiled "
             "forward that differs from eager as the tpu one does) is a harness limit.", ""]
     lines += [
         "| eager mode | model types tried | built and run | passed | % of built | backend bugs |",

@@ -22,7 +22,7 @@ from torch.testing._internal.common_utils import TestCase, run_tests
 
 from skips import NON_CPU_SEMANTICS, REFERENCE_IN_FLOAT32, SKIP, TOLERANCE, XFAIL
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 from compare_errors import same_failure  # noqa: E402
 
 DTYPES = (torch.float32, torch.bfloat16, torch.int64, torch.bool)

@@ -1,15 +1,19 @@
 """Shared set-up for the pytest suite: the device is registered before any test imports torch
 stuff, and a helper runs code in a fresh interpreter (for environment variables that are read
-once, autoload, and once-per-process warnings)."""
+once, autoload, and once-per-process warnings). The tests' helpers (fixtures, the fuzzer, the
+programs tests start as child processes) are in test/helpers/, put on sys.path here."""
 import os
 import re
 import subprocess
 import sys
 import textwrap
 
-import pytest
-import torch
-import torchtpu  # noqa: F401  registers "tpu" even with autoload disabled
+HELPERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers")
+sys.path.insert(0, HELPERS)
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import torchtpu  # noqa: E402,F401  registers "tpu" even with autoload disabled
 
 os.environ.setdefault("TORCHTPU_MATMUL_PRECISION", "highest")  # (docs/testing.md, "Precision")
 # ... and "highest" as the CPU's float32 GEMM, not the chip's six bf16 passes: the suite compares

@@ -14,7 +14,9 @@
   inline function or a type of a higher layer);
 - PyTorch's internal headers (ATen/native, c10/core/impl, torch/csrc but the public ones listed
   in `TORCH_PUBLIC_HEADERS`) are included by csrc/runtime/TorchInternals.h alone, the one file
-  to review against a new torch.
+  to review against a new torch;
+- test/python/ holds test files (`test_*.py`) and conftest.py alone: what tests share, and the
+  programs they start as child processes, are in test/helpers/ (docs/testing.md).
 
 Each test lists every offender with its size and place. Pure source reading: no device, no build.
 """
@@ -534,3 +536,14 @@ def test_pytorch_internals_only_through_one_header():
         f"{len(offenders)} includes of PyTorch internals outside {TORCH_INTERNALS_HEADER} "
         "(include that header; add the internal there, with what it is used for):\n  "
         + "\n  ".join(offenders))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tests apart from their helpers
+
+def test_python_tests_folder_holds_tests_only():
+    offenders = [_relative(p) for p in _source_files(("test/python",), (".py",))
+                 if not p.name.startswith("test_") and p.name != "conftest.py"]
+    assert not offenders, (
+        f"{len(offenders)} modules in test/python/ that are not test files (move them to "
+        "test/helpers/, on sys.path through conftest.py):\n  " + "\n  ".join(offenders))

@@ -423,7 +423,7 @@ def test_the_compilation_cache_on_disk_is_reused_by_a_second_process(tmp_path):
     import subprocess
     import sys
 
-    child = os.path.join(os.path.dirname(__file__), "compile_cache_child.py")
+    child = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "compile_cache_child.py")
     env = dict(os.environ, TORCHTPU_CACHE_DIR=str(tmp_path))
 
     def run(batch):

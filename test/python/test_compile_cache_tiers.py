@@ -16,7 +16,7 @@ from torchtpu.compile import cache_location as _cache_location
 pytestmark = pytest.mark.one_tier("the disk cache keeps AOTAutograd's graphs, which do not depend "
                                   "on the eager mode")
 
-CHILD = os.path.join(os.path.dirname(__file__), "compile_cache_child.py")
+CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "compile_cache_child.py")
 VARIABLES = ("TORCHTPU_CACHE_DIR", "TORCH_TPU_INTERNAL_TIER2_COMPILATION_CACHE",
              "TORCH_TPU_TIER2_COMPILATION_CACHE", "TORCH_TPU_INTERNAL_TIER3_COMPILATION_CACHE_ROOT",
              "TORCH_TPU_TIER3_COMPILATION_CACHE_ROOT", "WORLD_SIZE")

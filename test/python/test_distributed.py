@@ -20,7 +20,7 @@ pytestmark = pytest.mark.not_in_debug_tier(
     "the collectives' results and the training runs do not depend on; CI time budget")
 
 
-CHILD = os.path.join(os.path.dirname(__file__), "distributed_child.py")
+CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "distributed_child.py")
 
 
 def free_port() -> int:
@@ -107,8 +107,7 @@ def test_ddp_fsdp2_and_tensor_parallel_train_like_one_cpu_process(size, tmp_path
     if size == 4 and torchtpu.get_eager_mode() != "strict":
         pytest.skip("world size 4 in the strict tier only (four rank processes on two cores: "
                     "CI's time budget); world size 2 runs in every tier")
-    sys.path.insert(0, os.path.dirname(__file__))
-    from distributed_child import batch, small_model
+    from distributed_child import batch, small_model  # (test/helpers: on sys.path by conftest.py)
 
     results = run_ranks("training", size, tmp_path)
     ref = small_model()

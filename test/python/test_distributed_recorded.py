@@ -17,7 +17,7 @@ pytestmark = pytest.mark.one_tier(
     "the rank processes set their eager modes themselves (each scenario runs in strict and fused "
     "eager): the tier's mode is not used")
 
-CHILD = os.path.join(os.path.dirname(__file__), "distributed_recorded_child.py")
+CHILD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers", "distributed_recorded_child.py")
 
 
 @pytest.fixture(scope="module")

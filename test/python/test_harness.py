@@ -15,7 +15,7 @@ import torchtpu
 
 from conftest import aborted_at_exit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # test/compare_errors.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))  # compare_errors.py
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "test" / "models"))

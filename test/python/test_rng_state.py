@@ -253,6 +253,10 @@ def dtensor_init(rank, size, dev):
 
 
 if __name__ == "__main__":
-    from distributed_child import run_rank  # (this file's folder is sys.path[0])
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "helpers"))
+    from distributed_child import run_rank
 
     run_rank({"dtensor_init": dtensor_init}, where=False)

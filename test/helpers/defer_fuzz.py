@@ -12,11 +12,11 @@ debug, strict and fused eager (in fused eager also three times in a row, as a lo
 loop detection finds); every value, every error and every host read of the program must match
 the CPU's.
 
-    python test/python/defer_fuzz.py --programs 2000          # the long run
-    python test/python/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
-    python test/python/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
-    python test/python/defer_fuzz.py --compiled --programs 200     # torch.compile(backend="tpu")
-    python test/python/defer_fuzz.py --compiled --dynamic --programs 200   # ... dynamic=True
+    python test/helpers/defer_fuzz.py --programs 2000          # the long run
+    python test/helpers/defer_fuzz.py --seed 1234 --programs 1 --show   # replay one program
+    python test/helpers/defer_fuzz.py --threads 4 --programs 2000   # programs run concurrently
+    python test/helpers/defer_fuzz.py --compiled --programs 200     # torch.compile(backend="tpu")
+    python test/helpers/defer_fuzz.py --compiled --dynamic --programs 200   # ... dynamic=True
 
 With --threads N, N threads each run programs against CPU references computed first, each thread
 switching the (process's) eager mode to its own before each program, so that modes change under
