@@ -25,8 +25,10 @@ stage "C++ tests (GoogleTest via CTest)"
 ctest --test-dir build/cmake --output-on-failure
 if (( quick )); then
   # runtime and device module, the configuration table, ops against the CPU, attention, fused
-  # eager (planner, loop detection), compiled mode, the TorchTPU twin, collectives at 2 ranks
-  QUICK=(test/python/test_device_module.py test/python/test_config.py
+  # eager (planner, loop detection), compiled mode, the TorchTPU twin, collectives at 2 ranks,
+  # and the code's shape (file and function sizes, imports, includes: a few seconds)
+  QUICK=(test/python/test_code_structure.py
+         test/python/test_device_module.py test/python/test_config.py
          test/python/test_parity.py test/python/test_out_arguments.py
          test/python/test_attention.py test/python/test_defer.py
          test/python/test_loop_detection.py test/python/test_compile_programs.py
