@@ -388,8 +388,8 @@ def import_graph():
     imports run when the module is imported and "local" for imports inside functions.
 
     Both kinds count for cycles: a function-local import is still a dependency, and two modules
-    that import each other inside functions are one unit cut in two (the cycle issue 47 names,
-    the compiled mode's backend and cache). Left out: imports under `if TYPE_CHECKING:` (never
+    that import each other inside functions are one unit cut in two, whose halves cannot be read
+    or tested apart. Left out: imports under `if TYPE_CHECKING:` (never
     run), and a function-local import of the module's own package or an ancestor of it
     (`import torchtpu` in torchtpu.tpu's shutdown hook): at call time that is a lookup of the
     package already imported, not a dependency between two modules of it."""
