@@ -1,5 +1,5 @@
 """PyTorch Lightning on simulated TPU chips: ``Trainer(accelerator="torchtpu")``
-(docs/ecosystem.md, "Lightning").
+(docs/lightning.md; examples/lightning_fabric_train.py is the same training with Fabric).
 
     python examples/lightning_train.py                                  # 1 chip, bf16-mixed
     python examples/lightning_train.py --devices 2 --strategy ddp       # DDP over "tpu_dist"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# TRL, torchao and Lightning on "tpu" (docs/ecosystem.md "TRL", "torchao", "Lightning"): makes
-# the virtual environment they live in (build/venv-rl: it sees the main environment's packages,
-# torch, transformers and torchtpu among them, but TRL, torchao, Lightning, datasets and what they
-# pull stay inside), then runs test/ecosystem/ in it.
+# TRL, torchao and Lightning on "tpu" (docs/ecosystem.md "TRL", "torchao"; docs/lightning.md):
+# makes the virtual environment they live in (build/venv-rl: it sees the main environment's
+# packages, torch, transformers and torchtpu among them, but TRL, torchao, Lightning, datasets and
+# what they pull stay inside), then runs test/ecosystem/ in it.
 #   bash scripts/test_ecosystem.sh            the whole tier
 #   bash scripts/test_ecosystem.sh --smoke    the short cases (GRPO in strict eager, int8 dynamic,
-#                                             Lightning single-device)
+#                                             Lightning's Trainer and Fabric single-device)
 # Extra arguments go to pytest. Without a network or PyPI the tier is skipped, not failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

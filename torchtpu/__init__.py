@@ -73,7 +73,7 @@ from . import _libtpu_flags  # noqa: E402
 _libtpu_flags.install()  # --xla_jf_conv_full_precision from LIBTPU_INIT_ARGS or absl (docs/precision.md)
 from . import lightning as _lightning  # noqa: E402  (imports no Lightning)
 
-_lightning.install()  # Trainer(accelerator="torchtpu") once Lightning is imported (docs/ecosystem.md)
+_lightning.install()  # Trainer/Fabric(accelerator="torchtpu") once Lightning is imported (docs/lightning.md)
 from . import torchrec as _torchrec  # noqa: E402  (imports neither TorchRec nor fbgemm_gpu)
 
 _torchrec.install()  # fbgemm's TBE lookups and TorchRec's sharding on tpu (docs/torchrec.md)

@@ -1,4 +1,4 @@
-"""PyTorch Lightning on "tpu" (docs/ecosystem.md, "Lightning"): ``Trainer(accelerator="torchtpu")``
+"""PyTorch Lightning on "tpu" (docs/lightning.md): ``Trainer(accelerator="torchtpu")``
 (torchtpu/lightning.py) against the same training on the CPU.
 
 - single device, float32, strict and fused eager: every step's loss and the trained parameters
@@ -12,7 +12,11 @@
 - ``examples/lightning_train.py`` runs and reports;
 - what the accelerator registers (the name "torchtpu", also in the standalone
   ``pytorch_lightning``), that importing torchtpu imports no Lightning, and that
-  ``accelerator="auto"`` keeps Lightning's choice (the CPU here).
+  ``accelerator="auto"`` keeps Lightning's choice (the CPU here);
+- Lightning Fabric (``Fabric(accelerator="torchtpu")``, the same model and data through Fabric's
+  loop): single device in strict and fused eager equal to the same Fabric run on the CPU (and to
+  the Trainer's), bf16-mixed within the bfloat16 bounds of the CPU's, DDP on 2 ranks equal to
+  Fabric's CPU DDP over Gloo and to one process on the combined batch; what Fabric registers.
 
 Runs where Lightning is installed (scripts/test_ecosystem.sh makes build/venv-rl); skipped
 otherwise. Each training is a process of its own (run_lightning.py).
@@ -48,9 +52,10 @@ BF16_PARAM_RTOL = 2e-2
 BF16_LOSS_RTOL = 4e-2
 
 
-def train(tmp_path, name, accelerator, mode="strict", timeout=600, **kw):
+def train(tmp_path, name, accelerator, mode="strict", timeout=600, fabric=False, **kw):
     out = tmp_path / f"{name}.json"
     cmd = [sys.executable, RUN, "--accelerator", accelerator, "--out", str(out)]
+    cmd += ["--fabric"] if fabric else []
     for k, v in kw.items():
         cmd += [f"--{k}", str(v)]
     env = dict(os.environ, TORCHTPU_EAGER_MODE=mode, TORCHTPU_FALLBACK="error")
@@ -216,3 +221,116 @@ def test_example_reports_the_run(tmp_path):
     assert report["steps"] == 12 and report["precision"] == "bf16-mixed"
     assert report["estimate"]["launches"] > 0 and report["estimate"]["parallel_time_s"] > 0
     assert report["fallbacks"] == {}
+
+
+# Lightning Fabric: the same model, data and steps through Fabric's own loop (run_lightning.py
+# --fabric). Fabric's DistributedSampler keeps the loader's order (no shuffle), so one process on
+# batches of 2 x 16 reads what the two ranks read together.
+
+
+@pytest.fixture(scope="module")
+def fabric_cpu(tmp_path_factory):
+    return train(tmp_path_factory.mktemp("fabric-cpu"), "cpu", "cpu", fabric=True, steps=STEPS)
+
+
+@pytest.mark.parametrize("mode", [pytest.param("strict", marks=pytest.mark.smoke), "fused"])
+def test_fabric_single_device_equals_the_cpu(tmp_path, fabric_cpu, cpu_fp32, mode):
+    tpu = train(tmp_path, "tpu", "torchtpu", mode, fabric=True, steps=STEPS)
+    assert tpu["accelerator"] == "TorchTPUAccelerator" and tpu["precision"] == "Precision"
+    assert tpu["strategy"] == "SingleDeviceStrategy" and tpu["root_device"] == "tpu:0"
+    assert tpu["param_device"] == "tpu:0" and tpu["batch_device"] == "tpu:0"
+    assert tpu["eager_mode"] == mode and tpu["fallbacks"] == {}
+    assert tpu["estimate"]["launches"] > 0 and len(tpu["losses"]) == STEPS
+    assert loss_diff(tpu["losses"], fabric_cpu["losses"]) <= FP32_RTOL
+    assert rel_diff(tpu["params"], fabric_cpu["params"]) <= FP32_RTOL
+    # Fabric's loop takes the Trainer's steps (measured on the CPU: equal).
+    assert loss_diff(fabric_cpu["losses"], cpu_fp32["losses"]) <= FP32_RTOL
+    assert rel_diff(fabric_cpu["params"], cpu_fp32["params"]) <= FP32_RTOL
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_fabric_bf16_mixed_trains_as_on_the_cpu(tmp_path, mode):
+    tpu = train(tmp_path, "tpu", "torchtpu", mode, fabric=True, precision="bf16-mixed",
+                steps=STEPS)
+    cpu = train(tmp_path, "cpu", "cpu", fabric=True, precision="bf16-mixed", steps=STEPS)
+    assert tpu["precision"] == "MixedPrecision" and tpu["autocast_device"] == "tpu"
+    assert cpu["autocast_device"] == "cpu"
+    assert tpu["matmul_dtype"] == "bfloat16" and cpu["matmul_dtype"] == "bfloat16"
+    assert tpu["eager_mode"] == mode and tpu["fallbacks"] == {}
+    before, after = tpu["data_loss"]
+    assert after < 0.3 * before, tpu["data_loss"]  # measured: 0.483 -> 0.071
+    assert abs(after - cpu["data_loss"][1]) <= BF16_PARAM_RTOL * cpu["data_loss"][1]
+    assert loss_diff(tpu["losses"], cpu["losses"]) <= BF16_LOSS_RTOL  # measured: 1.4%
+    assert rel_diff(tpu["params"], cpu["params"]) <= BF16_PARAM_RTOL  # measured: 0.64%
+
+
+def test_fabric_ddp_two_ranks_equals_cpu_ddp_and_one_process(tmp_path):
+    batch = 16  # per rank
+    tpu = train(tmp_path, "tpu-ddp", "torchtpu", fabric=True, devices=2, strategy="ddp",
+                batch=batch, steps=STEPS, timeout=900)
+    assert tpu["strategy"] == "DDPStrategy" and tpu["world_size"] == 2
+    assert tpu["module"] == "DistributedDataParallel"
+    assert tpu["backend"] == "tpu_dist" and tpu["root_device"] == "tpu:0"
+    assert tpu["fallbacks"] == {}
+    assert tpu["collectives"].get("collectives.all_reduce", 0) >= STEPS
+    cpu = train(tmp_path, "cpu-ddp", "cpu", fabric=True, devices=2, strategy="ddp", batch=batch,
+                steps=STEPS, timeout=900)
+    assert cpu["backend"] == "gloo"
+    assert loss_diff(tpu["losses"], cpu["losses"]) <= FP32_RTOL  # measured: equal
+    assert rel_diff(tpu["params"], cpu["params"]) <= FP32_RTOL
+    # measured: parameters within 1.6e-7, losses 2.2e-7
+    one = train(tmp_path, "tpu-one", "torchtpu", fabric=True, batch=2 * batch, steps=STEPS)
+    assert loss_diff(tpu["losses"], one["losses"]) <= FP32_RTOL
+    assert rel_diff(tpu["params"], one["params"]) <= FP32_RTOL
+
+
+def test_fabric_registration_is_lazy_and_acts_for_tpu_only():
+    out = json.loads(_python(
+        "import json, sys, torch\n"
+        "import lightning_fabric as lf\n"
+        "alone = sorted(m for m in sys.modules if m.split('.')[0].endswith('lightning'))\n"
+        "lf_alone = 'torchtpu' in lf.accelerators.ACCELERATOR_REGISTRY\n"
+        "import lightning.fabric as LF\n"
+        "from lightning.fabric.accelerators import ACCELERATOR_REGISTRY as reg\n"
+        "one = LF.Fabric(accelerator='torchtpu', devices=[2])\n"
+        "two = LF.Fabric(accelerator='torchtpu', devices=2)\n"
+        "fp16 = lf.Fabric(accelerator='torchtpu', devices=1, precision='16-mixed')\n"
+        "cpu = LF.Fabric(accelerator='cpu', devices=1, precision='bf16-mixed')\n"
+        "auto = LF.Fabric(accelerator='auto', devices=1)\n"
+        "print(json.dumps({'alone': alone, 'lf_alone': lf_alone,\n"
+        "  'names': sorted(reg), 'lf_names': sorted(lf.accelerators.ACCELERATOR_REGISTRY),\n"
+        "  'xla': reg['tpu']['accelerator'].__name__,\n"
+        "  'class': type(one.accelerator).__module__ + '.' + type(one.accelerator).__name__,\n"
+        "  'one': [type(one.strategy).__name__, str(one.device)],\n"
+        "  'two': [type(two.strategy).__name__, [str(d) for d in two.strategy.parallel_devices],\n"
+        "          type(two.strategy.launcher).__name__],\n"
+        "  'fp16': [fp16.strategy.precision.device,\n"
+        "           type(fp16.strategy.precision.scaler).__name__, str(fp16.device)],\n"
+        "  'cpu': cpu.strategy.precision.device,\n"
+        "  'auto': [type(auto.accelerator).__name__, str(auto.device)]}))\n"))
+    # The standalone lightning_fabric registers with no Trainer package loaded (lightning.fabric
+    # comes with the `lightning` package, which imports lightning.pytorch too).
+    assert out["alone"] == [] and out["lf_alone"]
+    assert "torchtpu" in out["names"] and "torchtpu" in out["lf_names"]
+    assert out["xla"] == "XLAAccelerator"
+    assert out["class"] == "torchtpu.lightning.TorchTPUAccelerator"
+    assert out["one"] == ["SingleDeviceStrategy", "tpu:2"]
+    assert out["two"] == ["DDPStrategy", ["tpu:0", "tpu:1"], "_SubprocessScriptLauncher"]
+    assert out["fp16"] == ["tpu", "GradScaler", "tpu:0"]
+    assert out["cpu"] == "cpu"  # the wrappers leave other accelerators alone
+    assert out["auto"] == ["CPUAccelerator", "cpu"]
+
+
+def test_fabric_example_reports_the_run(tmp_path):
+    out = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples",
+                                                     "lightning_fabric_train.py"),
+                        "--steps", "12", "--json", str(out)],
+                       env=dict(os.environ, TORCHTPU_FALLBACK="error"), capture_output=True,
+                       text=True, timeout=600, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    assert "estimated TPU time" in r.stdout and "OK: the loss decreased" in r.stdout
+    report = json.loads(out.read_text())
+    assert report["steps"] == 12 and report["precision"] == "bf16-mixed"
+    assert report["strategy"] == "SingleDeviceStrategy" and report["fallbacks"] == {}
+    assert report["estimate"]["launches"] > 0 and report["estimate"]["parallel_time_s"] > 0
