@@ -242,7 +242,10 @@ def embedding_costs(chip: str | None = None) -> dict[str, dict[str, float]]:
 
 
 def install() -> None:
-    after_import("fbgemm_gpu", _register_lookups)
+    # (fbgemm_gpu/__init__.py imports its sparse_ops last, after loading its libraries: the ops
+    # exist then; fbgemm_gpu itself is in sys.modules, half imported, while it imports torch,
+    # which loads torchtpu)
+    after_import("fbgemm_gpu.sparse_ops", _register_lookups)
     after_import("fbgemm_gpu.split_table_batched_embeddings_ops_training", _patch_tbe)
     after_import("torchrec.distributed.model_parallel", _patch_dmp)
 

@@ -59,8 +59,8 @@ def build(args, device, world):
     tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=DIM, num_embeddings=ROWS,
                                  feature_names=[f"f{t}"]) for t in range(TABLES)]
     torch.manual_seed(0)  # (the dense layers: the same on every device and rank)
-    model = DLRM(embedding_bag_collection=EmbeddingBagCollection(tables, device=torch.device(
-        "meta")), dense_in_features=DENSE_IN, dense_arch_layer_sizes=[16, DIM],
+    model = DLRM(embedding_bag_collection=EmbeddingBagCollection(
+        tables, is_weighted=args.weighted, device=torch.device("meta")), dense_in_features=DENSE_IN, dense_arch_layer_sizes=[16, DIM],
         over_arch_layer_sizes=[16, 1], dense_device=torch.device("cpu"))
     optimizer = {"sgd": torch.optim.SGD, "rowwise_adagrad": _rowwise_adagrad(),
                  "adam": torch.optim.Adam}[args.optimizer]
@@ -140,15 +140,83 @@ def run(rank, args, world, port, tmp):
     dist.destroy_process_group()
 
 
+def reference(args, world=2):
+    """The same training in one process on the CPU, without TorchRec's sharding or fbgemm: the
+    unsharded DLRM (nn.EmbeddingBag), every rank's batch in turn, the gradients averaged over the
+    ranks (the dense ones by DDP; the embeddings' as TorchRec's output all-to-all scales the
+    gradients it sends back to the rows' owners: by 1 / world size), then fbgemm's update written in PyTorch ops on the rows looked up in the
+    step (Adam with its bias correction at iteration step + 1, decoupled weight decay 0)."""
+    from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
+    from torchrec.models.dlrm import DLRM
+
+    tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=DIM, num_embeddings=ROWS,
+                                 feature_names=[f"f{t}"]) for t in range(TABLES)]
+    torch.manual_seed(0)
+    model = DLRM(embedding_bag_collection=EmbeddingBagCollection(
+        tables, is_weighted=args.weighted, device=torch.device("meta")),
+        dense_in_features=DENSE_IN, dense_arch_layer_sizes=[16, DIM],
+        over_arch_layer_sizes=[16, 1], dense_device=torch.device("cpu"))
+    ebc = EmbeddingBagCollection(tables, is_weighted=args.weighted, device=torch.device("cpu"))
+    model.sparse_arch.embedding_bag_collection = ebc
+    weights = {name: bag.weight for name, bag in ebc.embedding_bags.items()}
+    with torch.no_grad():
+        for name, value in initial_tables().items():
+            weights[name].copy_(value)
+    dense = [p for n, p in model.named_parameters() if "sparse_arch" not in n]
+    state = {name: [torch.zeros_like(w), torch.zeros_like(w)] for name, w in weights.items()}
+    losses = [[] for _ in range(world)]
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    for step in range(args.steps):
+        model.zero_grad()
+        touched = {name: torch.zeros(ROWS, dtype=torch.bool) for name in weights}
+        for rank in range(world):
+            x, kjt, labels = batch(rank, step, args.weighted, "cpu")
+            loss = loss_fn(model(x, kjt).squeeze(-1), labels)
+            loss.backward()
+            losses[rank].append(loss.item())
+            for t in range(TABLES):
+                touched[f"t{t}"][kjt[f"f{t}"].values()] = True
+        with torch.no_grad():
+            for p in dense:
+                p -= 0.05 * p.grad / world
+            for name, w in weights.items():
+                _update_rows(args.optimizer, w, w.grad / world, state[name], touched[name], step + 1)
+    return {"losses": losses, "tables": {n: w.detach().clone() for n, w in weights.items()},
+            "dense": {n: p.detach().clone() for n, p in model.named_parameters()
+                      if "sparse_arch" not in n}}
+
+
+def _update_rows(optimizer, weight, grad, state, rows, iteration):
+    """fbgemm's SGD or Adam on the rows looked up (`rows`, a mask), in place."""
+    w, g = weight[rows], grad[rows]
+    if optimizer == "sgd":
+        weight[rows] = w - 0.05 * g
+        return
+    if optimizer != "adam":
+        raise ValueError(f"no reference for {optimizer} (compared with fbgemm's CPU kernel)")
+    m1 = 0.9 * state[0][rows] + 0.1 * g
+    m2 = 0.999 * state[1][rows] + 0.001 * g * g
+    state[0][rows], state[1][rows] = m1, m2
+    weight[rows] = w - 0.01 * ((m1 / (1 - 0.9 ** iteration)) /
+                               ((m2 / (1 - 0.999 ** iteration)).sqrt() + 1e-8))
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--device", choices=["cpu", "tpu"], required=True)
+    p.add_argument("--device", choices=["cpu", "tpu", "reference"], required=True)
     p.add_argument("--optimizer", choices=["sgd", "rowwise_adagrad", "adam"], default="sgd")
     p.add_argument("--sharding", choices=sorted(SHARDINGS), default="tw")
     p.add_argument("--weighted", action="store_true")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
     args = p.parse_args()
+    if args.device == "reference":
+        r = reference(args)
+        out = {"losses": r["losses"], "tables": {k: v.tolist() for k, v in r["tables"].items()},
+               "dense": {k: v.tolist() for k, v in r["dense"].items()}}
+        with open(args.out, "w") as f:
+            json.dump(out, f)
+        return
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
