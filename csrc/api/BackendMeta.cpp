@@ -11,7 +11,7 @@
 #include "api/Control.h"
 
 #include <c10/core/TensorImpl.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include <map>
 #include <string>

@@ -23,7 +23,7 @@
 #include <c10/util/StringUtil.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 namespace torchtpu::api {
 

@@ -5,7 +5,7 @@
 // on the device's current stream per mark, timed when the stream's worker reaches it.
 #include "runtime/Stream.h"
 
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include <array>
 

@@ -28,7 +28,7 @@
 #include <output_base.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/ApproximateClock.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -5,9 +5,9 @@
 // kernels give fused eager and dry runs.
 
 // PyTorch's CPU flash-attention stubs are called with the fused attention's own results
-// (writes_in_place) where the wheel exports them (runtime/TorchInternals.h, TORCHTPU_FLASH_STUBS).
+// (writes_in_place) where the wheel exports them (pytorch/Internals.h, TORCHTPU_FLASH_STUBS).
 #define TORCHTPU_WANTS_FLASH_STUBS
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include "aten/DryRun.h"
 #include "aten/Products.h"

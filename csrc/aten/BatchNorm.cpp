@@ -8,7 +8,7 @@
 #include "aten/Launch.h"
 
 #include <ATen/OpMathType.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/ops/native_batch_norm.h>
 #include <ATen/ops/native_batch_norm_backward.h>
 #include <torch/library.h>

@@ -27,7 +27,7 @@
 #include <ATen/Dispatch_v2.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/ScalarType.h>

@@ -13,7 +13,7 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <torch/library.h>
 
 #include <map>

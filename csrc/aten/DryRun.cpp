@@ -6,7 +6,7 @@
 #include "runtime/Metrics.h"
 
 #include <ATen/EmptyTensor.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty_strided.h>

@@ -20,7 +20,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/Functions.h>
 #include <ATen/MemoryOverlap.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <torch/library.h>
 
 #include <atomic>

@@ -22,7 +22,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Reduction.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/ops/_has_compatible_shallow_copy_type_native.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>

@@ -23,7 +23,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/ops/_scaled_mm.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmv.h>

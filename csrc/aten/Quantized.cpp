@@ -22,7 +22,7 @@
 #include "sim/Ledger.h"
 
 #include <ATen/core/Tensor.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <ATen/ops/_choose_qparams_per_tensor.h>
 #include <ATen/ops/_empty_affine_quantized.h>
 #include <ATen/ops/_empty_affine_quantized_native.h>

@@ -10,7 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
 #include <c10/core/StorageImpl.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <c10/util/SmallVector.h>
 
 #include <atomic>

@@ -10,7 +10,7 @@
 #include "runtime/Stream.h"
 #include "sim/CostModel.h"
 
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <c10/util/hash.h>
 
 #include <algorithm>

@@ -13,7 +13,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #define TORCHTPU_PYTHON_BINDINGS
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include <cstring>
 #include <map>

@@ -1,7 +1,7 @@
 // HostBufferPool (HostBufferPool.h).
 #include "runtime/HostBufferPool.h"
 
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 
 #include <memory>
 

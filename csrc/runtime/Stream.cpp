@@ -10,7 +10,7 @@
 #include "runtime/OpenMP.h"
 
 #include <ATen/Parallel.h>
-#include "runtime/TorchInternals.h"
+#include "pytorch/Internals.h"
 #include <c10/util/Exception.h>
 
 #include <atomic>

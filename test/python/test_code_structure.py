@@ -13,7 +13,7 @@
   with the layers below it alone); this checks the headers, which the linker does not see (an
   inline function or a type of a higher layer);
 - PyTorch's internal headers (ATen/native, c10/core/impl, torch/csrc but the public ones listed
-  in `TORCH_PUBLIC_HEADERS`) are included by csrc/runtime/TorchInternals.h alone, the one file
+  in `TORCH_PUBLIC_HEADERS`) are included by csrc/pytorch/Internals.h alone, the one file
   to review against a new torch;
 - test/python/ holds test files (`test_*.py`) and conftest.py alone: what tests share, and the
   programs they start as child processes, are in test/helpers/ (docs/testing.md).
@@ -481,7 +481,8 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]((?:torchtpu|runtime|sim|aten|defe
 
 
 def _layer_rank(name):
-    return -1 if name in ("include", "torchtpu") else CPP_LAYERS.index(name)
+    # (csrc/pytorch/ is PyTorch's internals behind one header, no torchtpu code: below every layer)
+    return -1 if name in ("include", "torchtpu", "pytorch") else CPP_LAYERS.index(name)
 
 
 def test_cpp_includes_point_down():
@@ -507,7 +508,7 @@ def test_cpp_includes_point_down():
 # ---------------------------------------------------------------------------------------------
 # PyTorch's internals behind one header
 
-TORCH_INTERNALS_HEADER = "csrc/runtime/TorchInternals.h"
+TORCH_INTERNALS_HEADER = "csrc/pytorch/Internals.h"
 _TORCH_INTERNAL = re.compile(r'^\s*#\s*include\s*[<"]((?:ATen/native|c10/core/impl|torch/csrc)/[^">]+)[">]',
                              re.M)
 # Headers under those folders that are PyTorch's public extension API (the device-guard interface

@@ -2,7 +2,8 @@
 // The one door to PyTorch's internals: every header of PyTorch that is not its public C++ API,
 // and every PyTorch symbol torchtpu declares itself, is reached through this file, so a new
 // torch version is reviewed here and nowhere else (test/python/test_code_structure.py fails when
-// another file includes one of them).
+// another file includes one of them). It holds no torchtpu code and belongs to no layer: every
+// layer, the Python bindings included, may include it (docs/design.md, "Layers").
 //
 // Public, and included where used: ATen's operators (ATen/ATen.h, ATen/ops/*), torch/library.h,
 // c10's core types, c10/core/impl/DeviceGuardImplInterface.h (the device-backend extension point
@@ -32,7 +33,7 @@
 // The version these internals were checked against: another torch stops the build here.
 #include <torch/headeronly/version.h>
 #if !(TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 13)
-#error "torchtpu was written against PyTorch 2.13's internals (csrc/runtime/TorchInternals.h) and this build sees another torch: build with torch 2.13 (pip install torch==2.13.0), or review each internal listed in csrc/runtime/TorchInternals.h against the new version and then update this check."
+#error "torchtpu was written against PyTorch 2.13's internals (csrc/pytorch/Internals.h) and this build sees another torch: build with torch 2.13 (pip install torch==2.13.0), or review each internal listed in csrc/pytorch/Internals.h against the new version and then update this check."
 #endif
 
 // The CPU kernels PyTorch's x86-64 wheels build (AVX2 and AVX512 variants besides the default):
