@@ -539,6 +539,32 @@ def test_pytorch_internals_only_through_one_header():
         + "\n  ".join(offenders))
 
 
+@pytest.mark.parametrize("minor", [13, 14])
+def test_pytorch_internals_header_refuses_another_torch(tmp_path, minor):
+    """The header's version check: with torch 2.13's version header it preprocesses; with a
+    version header saying 2.14 first on the include path it stops with the message that says
+    what to do."""
+    import shutil
+    import torch.utils.cpp_extension as cpp_extension
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler")
+    fake = tmp_path / "torch" / "headeronly"
+    fake.mkdir(parents=True)
+    if minor != 13:
+        (fake / "version.h").write_text(
+            f"#pragma once\n#define TORCH_VERSION_MAJOR 2\n#define TORCH_VERSION_MINOR {minor}\n")
+    includes = [f"-I{tmp_path}"] + [f"-I{d}" for d in cpp_extension.include_paths()]
+    proc = subprocess.run([compiler, "-std=c++17", "-E", "-o", "/dev/null", *includes,
+                           str(ROOT / TORCH_INTERNALS_HEADER)], capture_output=True, text=True)
+    if minor == 13:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    else:
+        assert proc.returncode != 0
+        assert "written against PyTorch 2.13's internals" in proc.stderr, proc.stderr[-2000:]
+
+
 # ---------------------------------------------------------------------------------------------
 # Tests apart from their helpers
 
