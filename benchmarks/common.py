@@ -97,12 +97,25 @@ def plot(name: str, draw: Callable) -> Path | None:
     return path
 
 
-def estimate_of(fn: Callable[[], object]) -> dict:
-    """Runs fn once with fresh metrics and returns the cost model's estimate of its launches."""
+def estimate_of(fn: Callable[[], object], chip: str | None = None) -> dict:
+    """Runs fn once with fresh metrics and returns the cost model's estimate of its launches (for
+    `chip`, by default the simulated one)."""
     import torchtpu
 
     sync()
     torchtpu.metrics.reset()
     fn()
     sync()
-    return torchtpu.metrics.estimate()
+    return torchtpu.metrics.estimate(chip=chip)
+
+
+def dry_estimate(make: Callable[[], Callable[[], object]], chip: str | None = None) -> dict:
+    """The cost model's estimate of one call, priced in a dry run (tensors without values:
+    docs/insight.md, "Dry runs"): ``make()`` builds the device tensors and returns the call.
+    Charged exactly what the call with values charges in strict eager, without its host work, so
+    a benchmark's estimates can be recomputed without rerunning it (benchmarks/reprice.py)."""
+    import torchtpu
+
+    with torchtpu.dry_run():
+        fn = make()
+        return estimate_of(fn, chip)

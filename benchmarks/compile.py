@@ -20,6 +20,10 @@ and the padding they charge (docs/compiled-mode.md, "Buckets of dynamic sizes").
     python benchmarks/compile.py                  # about 10 minutes on 2 cores
     python benchmarks/compile.py --quick          # small sizes, a smoke run
     python benchmarks/compile.py --dynamic-only   # the dynamic shapes part alone (1 minute)
+
+Its estimates alone are recomputed with the current cost model by `reprice` (python
+benchmarks/reprice.py compile: each case's tpu columns and the dynamic steps called as the run
+calls them, untimed), the host times kept.
 """
 from __future__ import annotations
 
@@ -352,6 +356,15 @@ def dynamic_only(quick):
     plot_dynamic(dyn, path.stem)
 
 
+def tpu_estimates(fns):
+    """estimate_of each tpu column's step, the fused one in fused eager."""
+    out = {}
+    for c in TPU_COLUMNS:
+        with torchtpu.eager_mode("fused" if c == "fused" else torchtpu.get_eager_mode()):
+            out[c] = estimate_of(fns[c])
+    return out
+
+
 def measure_case(name, make, repeats):
     """One case in every column, interleaved: host time, the estimates, the ratios; printed."""
     print(f"== {name}", flush=True)
@@ -362,12 +375,7 @@ def measure_case(name, make, repeats):
     row = {"case": name}
     for c in COLUMNS:
         row[c] = {"host_s": common.median(times[c])}
-    for c in TPU_COLUMNS:
-        if c == "fused":
-            with torchtpu.eager_mode("fused"):
-                est, comp, mxu_s, mxu_est = estimate_of(fns[c])
-        else:
-            est, comp, mxu_s, mxu_est = estimate_of(fns[c])
+    for c, (est, comp, mxu_s, mxu_est) in tpu_estimates(fns).items():
         row[c]["estimated_tpu_s"] = est
         row[c]["estimated_mxu_s"] = mxu_est
         # The host GEMMs of the simulated MXU (bf16 passes with TPU rounding) bound the host
@@ -441,6 +449,55 @@ def plot_rows(rows, name):
     common.plot(name, draw)
 
 
+def case_makers(quick):
+    """The cases by name: each maker(column) returns a step function."""
+    n = 1024 if quick else 4096
+    return {
+        "a_elementwise_chain": chain_case(n),
+        "b_relu_matmul_add": seed_case(n),
+        "c_mlp_train_step": mlp_case(quick),
+        "d_transformer_train_step": transformer_case(quick),
+        "example_train_step": example_case(),
+    }
+
+
+def reprice(payload):
+    """The estimates of each case's tpu columns and of the dynamic steps (with the ratios of
+    estimates) recomputed: each step called as measure_case and dynamic_lengths call it (the
+    interleaved repeats untimed: fused eager's plans and the optimizer's state depend on the
+    calls before), then estimated as there; the measured host times kept. Fields a result lacks
+    (written before they were recorded) stay absent."""
+    quick = payload.get("benchmark", "").endswith("_quick")
+    makers = case_makers(quick)
+    for row in payload["rows"]:
+        fns = {c: makers[row["case"]](c) for c in TPU_COLUMNS}
+        common.interleaved({c: (eager_modes.in_mode("fused", fns[c]) if c == "fused" else fns[c])
+                            for c in TPU_COLUMNS}, repeats=payload["repeats"])
+        for c, (est, _, _, mxu_est) in tpu_estimates(fns).items():
+            row[c]["estimated_tpu_s"] = est
+            if "estimated_mxu_s" in row[c]:
+                row[c]["estimated_mxu_s"] = mxu_est
+        del fns
+        q, comp_s, strict_s = row["ratios"], row["compiled"], row["strict"]
+        q["estimated_compiled_over_strict"] = comp_s["estimated_tpu_s"] / strict_s["estimated_tpu_s"]
+        if "estimated_mxu_over_strict" in q:
+            q["estimated_mxu_over_strict"] = comp_s["estimated_mxu_s"] / strict_s["estimated_tpu_s"]
+    dyn = payload.get("dynamic") or {}
+    if "pow2" in dyn:
+        fresh = dynamic_lengths(dyn["lengths"], quick)
+        for policy in ("pow2", "None"):
+            dyn[policy]["step_estimate_s"] = fresh[policy]["step_estimate_s"]
+        dyn["padding_ratio"] = fresh["padding_ratio"]
+    return payload
+
+
+def replot(payload):
+    """The plots of a result (repriced: their estimates move)."""
+    plot_rows(payload["rows"], payload["benchmark"])
+    if "pow2" in (payload.get("dynamic") or {}):
+        plot_dynamic(payload["dynamic"], payload["benchmark"])
+
+
 def main():
     args = parse_args()
     if args.compile_time_child:
@@ -448,14 +505,7 @@ def main():
     if args.dynamic_only:
         dynamic_only(args.quick)
         return
-    n = 1024 if args.quick else 4096
-    makers = {
-        "a_elementwise_chain": chain_case(n),
-        "b_relu_matmul_add": seed_case(n),
-        "c_mlp_train_step": mlp_case(args.quick),
-        "d_transformer_train_step": transformer_case(args.quick),
-        "example_train_step": example_case(),
-    }
+    makers = case_makers(args.quick)
     wanted = args.cases.split(",")
     makers = {k: v for k, v in makers.items() if k.split("_")[0] in wanted}
     rows = [measure_case(name, make, args.repeats) for name, make in makers.items()]

@@ -10,6 +10,9 @@ bottleneck and whether the HBM peak fits; and what the dry run cost this host (w
 memory growth). Writes results/dry_run.json and results/dry_run.png.
 
     python benchmarks/dry_run.py [--layers 22] [--batch 1] [--seq 2048] [--chips v5e,v6e,v7]
+
+Its estimates alone are recomputed with the current cost model by `reprice` (python
+benchmarks/reprice.py dry_run: the step dry-run again, its host figures kept).
 """
 from __future__ import annotations
 
@@ -70,6 +73,19 @@ def training_step(config, batch: int, seq: int) -> dict:
             "host_wall_step_s": step_wall, "host_rss_growth_bytes": rss_bytes() - rss0,
             "hbm_peak_bytes": peak, "tokens": batch * seq,
             "dry_run_ops": torchtpu.metrics.counters().get("dry_run.ops", 0)}
+
+
+def reprice(payload: dict) -> dict:
+    """The estimates per chip recomputed for the recorded configuration (the step dry-run again);
+    what the first run cost this host (wall time, memory growth) kept."""
+    from torchtpu.__main__ import PRICES_PER_CHIP_HOUR, estimate_run
+
+    cfg = payload["config"]
+    run = training_step(llama_config(cfg["layers"], cfg["seq"]), cfg["batch"], cfg["seq"])
+    payload["run"]["hbm_peak_bytes"] = run["hbm_peak_bytes"]
+    chips = [c for c in cfg["chips"].split(",") if c]
+    payload["chips"] = estimate_run(chips, PRICES_PER_CHIP_HOUR, run["tokens"], "tokens")
+    return payload
 
 
 def main() -> None:

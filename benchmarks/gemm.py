@@ -8,6 +8,9 @@ and "medium" the comparison against CPU float32 at "highest" is printed too.
 
     python benchmarks/gemm.py                 # full: 512, 1024, 2048, 4096
     python benchmarks/gemm.py --sizes 512 1024 --repeats 3
+
+Its estimates alone are recomputed with the current cost model by `reprice` (python
+benchmarks/reprice.py gemm), the host times kept.
 """
 from __future__ import annotations
 
@@ -21,6 +24,33 @@ import common
 
 def gflops(n: int, seconds: float) -> float:
     return 2 * n**3 / seconds / 1e9
+
+
+def estimate_one(n: int, dtype: str, precision: str, opt_in: bool) -> float:
+    """The estimated v5e time of one n x n GEMM in `dtype` at `precision`, priced in a dry
+    run."""
+    dt = getattr(torch, dtype.removeprefix("torch."))
+    previous = torch.get_float32_matmul_precision(), torch.tpu.get_highest_algorithm()
+    torch.set_float32_matmul_precision(precision)
+    torch.tpu.set_highest_algorithm("float32" if opt_in else "bf16_6x")
+    try:
+        def make():
+            a, b = (torch.empty(n, n, dtype=dt, device="tpu") for _ in range(2))
+            return lambda: a @ b
+        return common.dry_estimate(make, "v5e")["device_time_s"]
+    finally:
+        torch.set_float32_matmul_precision(previous[0])
+        torch.tpu.set_highest_algorithm(previous[1])
+
+
+def reprice(payload: dict, sizes=None) -> dict:
+    """The cost-model field of each row (estimated_v5e_s) recomputed for its GEMM, the measured
+    host times kept; `sizes` limits it to some n."""
+    for row in payload["rows"]:
+        if sizes is None or row["n"] in sizes:
+            row["estimated_v5e_s"] = estimate_one(row["n"], row["dtype"], row["precision"],
+                                                  "opt-in" in row["case"])
+    return payload
 
 
 def main() -> None:

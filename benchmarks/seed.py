@@ -8,6 +8,9 @@ TPU times are estimated for the simulated chip (TORCHTPU_CHIP, default v5e).
 
     python benchmarks/seed.py                       # the full benchmark: n = 4096 (about 40 min)
     python benchmarks/seed.py --size 2048 --reps 5 10 15 20
+
+Its estimates alone are recomputed with the current cost model by `reprice` (python
+benchmarks/reprice.py seed), the host times kept.
 """
 from __future__ import annotations
 
@@ -42,6 +45,37 @@ def run(label, cpu_fn, tpu_fn, reps, est_one):
         print(f"{label:<34}{target:>6}{cpu_t:>11.3f}{tpu_t:>11.3f}{cpu_t / tpu_t:>9.2f}x"
               f"{est_one * target * 1e3:>14.3f}")
     return rows
+
+
+# Each case's call on the device tensors A, B, C and its float32 matmul precision.
+CASES = {"A + B": (lambda A, B, C: A + B, "highest")}
+for _level in ("highest", "high", "medium"):
+    CASES[f"A @ B [{_level}]"] = (lambda A, B, C: A @ B, _level)
+    CASES[f"relu(A @ B + C) [{_level}]"] = (lambda A, B, C: F.relu(A @ B + C), _level)
+
+
+def estimate_one(case: str, n: int, chip: str) -> float:
+    """The estimated time on `chip` of one repetition of `case` on n x n float32, priced in a
+    dry run."""
+    fn, level = CASES[case]
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(level)
+    try:
+        def make():
+            A, B, C = (torch.empty(n, n, device="tpu") for _ in range(3))
+            return lambda: fn(A, B, C)
+        return common.dry_estimate(make, chip)["device_time_s"]
+    finally:
+        torch.set_float32_matmul_precision(previous)
+
+
+def reprice(payload: dict) -> dict:
+    """estimated_tpu_s of each row (one repetition's estimate times its repetitions) recomputed,
+    the measured host times kept."""
+    one = {case: estimate_one(case, payload["size"], payload["chip"]) for case in CASES}
+    for row in payload["rows"]:
+        row["estimated_tpu_s"] = one[row["case"]] * row["reps"]
+    return payload
 
 
 def main() -> None:

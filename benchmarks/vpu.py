@@ -5,6 +5,9 @@ estimated TPU time of one launch is printed beside them.
     python benchmarks/vpu.py                  # strict eager (the default mode)
     python benchmarks/vpu.py --mode debug     # synchronous: the kernels alone
     python benchmarks/vpu.py --size 2048 --repeats 5
+
+Its estimates alone are recomputed with the current cost model by `reprice` (python
+benchmarks/reprice.py vpu-strict vpu-debug), the host times kept.
 """
 from __future__ import annotations
 
@@ -32,6 +35,25 @@ CASES = {
     "layer_norm": lambda x, y: F.layer_norm(x, x.shape[-1:]),
     "cumsum(dim=1)": lambda x, y: x.cumsum(1),
 }
+
+
+def reprice(payload: dict, ops=None) -> dict:
+    """The cost-model fields of each row (estimated_tpu_s, bound) recomputed for its op on
+    size x size float32, priced for v5e (the chip the results were run on) in a dry run in the
+    run's eager mode; the measured host times kept. `ops` limits it to some ops."""
+    n = payload["size"]
+    with torchtpu.eager_mode(payload["mode"]):
+        for row in payload["rows"]:
+            if ops is not None and row["op"] not in ops:
+                continue
+            fn = CASES[row["op"]]
+
+            def make():
+                x, y = (torch.empty(n, n, device="tpu") for _ in range(2))
+                return lambda: fn(x, y)
+            est = common.dry_estimate(make, payload.get("chip", "v5e"))
+            row["estimated_tpu_s"], row["bound"] = est["device_time_s"], est["launches_bound_by"]
+    return payload
 
 
 def main() -> None:

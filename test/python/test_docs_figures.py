@@ -1,6 +1,7 @@
 """The documentation's figures and links: benchmarks/README.md is what benchmarks/readme.py writes
-from benchmarks/results/*.json (no figure typed by hand, none left behind by a rerun), and every
-relative link of the pages a newcomer starts from points to a file that exists."""
+from benchmarks/results/*.json (no figure typed by hand, none left behind by a rerun), the
+results' estimates are the current cost model's (benchmarks/reprice.py), and every relative link
+of the pages a newcomer starts from points to a file that exists."""
 import importlib.util
 import re
 import subprocess
@@ -130,3 +131,47 @@ def test_the_shipped_error_band_is_the_calibrations():
     assert shipped == cal.package_summary(_calibration_payload()), (
         "torchtpu/calibration.json is not the summary of benchmarks/results/calibration.json: "
         "run python benchmarks/calibration.py")
+
+
+# -- the results' estimates are the current cost model's (benchmarks/reprice.py) ------------------
+
+def _benchmark(name: str, monkeypatch):
+    """benchmarks/<name>.py imported as a module (the benchmarks import each other by name)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The results whose estimates are cheap to recompute here (dry runs, the ICI model): each repriced
+# by its benchmark's own reprice() and compared with the committed JSON.
+CHEAP_REPRICES = {"gemm": "gemm", "vpu-strict": "vpu", "vpu-debug": "vpu", "seed": "seed",
+                  "collectives": "collectives"}
+
+
+@pytest.mark.parametrize("result", sorted(CHEAP_REPRICES))
+def test_the_results_estimates_are_the_current_cost_models(result, monkeypatch):
+    """A cost-model change that moves an estimate a result holds fails here until the result is
+    repriced (python benchmarks/reprice.py), so benchmarks/README.md never prints a figure of an
+    older model."""
+    import json
+
+    reprice = _benchmark("reprice", monkeypatch)
+    stored = json.loads((ROOT / "benchmarks" / "results" / f"{result}.json").read_text())
+    current = _benchmark(CHEAP_REPRICES[result], monkeypatch).reprice(json.loads(json.dumps(stored)))
+    assert reprice.moved(stored, current) == [], (
+        f"benchmarks/results/{result}.json holds estimates of an older cost model: run "
+        f"python benchmarks/reprice.py, then python benchmarks/readme.py")
+
+
+def test_the_reprice_check_finds_a_moved_estimate(monkeypatch):
+    reprice = _benchmark("reprice", monkeypatch)
+    stored = {"machine": {"commit": "a"}, "rows": [{"case": "float32 high", "n": 512, "cpu_s": 1.0,
+                                                    "estimated_v5e_s": 2e-6}]}
+    current = {"machine": {"commit": "b"}, "rows": [{"case": "float32 high", "n": 512, "cpu_s": 1.0,
+                                                     "estimated_v5e_s": 2.2e-6}]}
+    assert reprice.moved(stored, current) == [
+        ("rows[float32 high n=512].estimated_v5e_s", "rows.estimated_v5e_s", 2e-6, 2.2e-6)]
+    current["rows"][0]["estimated_v5e_s"] = 2e-6 * (1 + 1e-9)   # (rounding is not a move)
+    assert reprice.moved(stored, current) == []
