@@ -42,12 +42,10 @@ REPRICED = {
     "gemm": "gemm", "vpu-strict": "vpu", "vpu-debug": "vpu", "seed": "seed",
     "eager_modes": "eager_modes", "compile": "compile", "compile_quick": "compile",
     "collectives": "collectives", "collectives_quick": "collectives",
-    "dry_run": "dry_run", "vllm": "vllm",
+    "dry_run": "dry_run", "vllm": "vllm", "pallas_kernels": "pallas_kernels",
 }
 
 NOT_REPRICED = {
-    "pallas_kernels": "its estimates are those of the kernels run in Pallas' interpret mode (JAX): "
-                      "rerun python benchmarks/pallas_kernels.py (about 2 minutes)",
     "calibration": "python benchmarks/calibration.py prices every row itself at each run",
     "host_speed": "host times only", "host_speed_quick": "host times only",
     "loop_detection": "host times only", "zoo_time": "host times only",
@@ -102,23 +100,29 @@ def commit() -> str:
     return out.stdout.strip()
 
 
-def reprice_in_process(stem: str) -> dict:
-    """The result `stem` repriced in this process (its benchmark module imported here)."""
-    import importlib
+def benchmark(module: str):
+    """benchmarks/<module>.py imported under a name of its own (pallas_kernels.py imports the
+    tests' module of the same name)."""
+    import importlib.util
 
     sys.path.insert(0, str(HERE))
+    spec = importlib.util.spec_from_file_location(f"benchmark_{module}", HERE / f"{module}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = loaded
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def reprice_in_process(stem: str) -> dict:
+    """The result `stem` repriced in this process (its benchmark module imported here)."""
     payload = json.loads((RESULTS / f"{stem}.json").read_text())
-    module = importlib.import_module(REPRICED[stem])
-    return module.reprice(json.loads(json.dumps(payload)))
+    return benchmark(REPRICED[stem]).reprice(json.loads(json.dumps(payload)))
 
 
 def replot(stem: str) -> None:
     """Redraws the plots of the result `stem` from its JSON, where its benchmark plots estimates
     (a ``replot(payload)`` beside its ``reprice``)."""
-    import importlib
-
-    sys.path.insert(0, str(HERE))
-    module = importlib.import_module(REPRICED[stem])
+    module = benchmark(REPRICED[stem])
     if hasattr(module, "replot"):
         module.replot(json.loads((RESULTS / f"{stem}.json").read_text()))
 
