@@ -42,11 +42,13 @@ def build(device, world: int):
     from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
     from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
     from torchrec.distributed.model_parallel import DistributedModelParallel
-    from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+    from torchrec.distributed.planner import EmbeddingShardingPlanner
     from torchrec.distributed.planner.types import ParameterConstraints
     from torchrec.models.dlrm import DLRM
     from torchrec.optim import RowWiseAdagrad
     from torchrec.optim.apply_optimizer_in_backward import apply_optimizer_in_backward
+
+    import torchtpu.torchrec
 
     tables = [EmbeddingBagConfig(name=f"t{t}", embedding_dim=DIM, num_embeddings=ROWS,
                                  feature_names=[f"f{t}"]) for t in range(TABLES)]
@@ -58,9 +60,10 @@ def build(device, world: int):
     kinds = ["table_wise", "table_wise", "row_wise", "row_wise"]
     constraints = {f"t{t}": ParameterConstraints(sharding_types=[k], compute_kernels=["fused"])
                    for t, k in enumerate(kinds)}
-    # TorchRec's planner knows accelerators with HBM as "cuda": torchtpu places the plan's
-    # shards on tpu when DistributedModelParallel gets a tpu device (without a plan, it plans so).
-    planner = EmbeddingShardingPlanner(topology=Topology(world_size=world, compute_device="cuda"),
+    # torchtpu.torchrec.topology: TorchRec's planner's accelerator with HBM ("cuda" to it), the
+    # simulated chip's HBM; DistributedModelParallel places the plan's shards on tpu (without a
+    # plan, it plans so itself).
+    planner = EmbeddingShardingPlanner(topology=torchtpu.torchrec.topology(world),
                                        constraints=constraints)
     plan = planner.collective_plan(model, [EmbeddingBagCollectionSharder()],
                                    dist.GroupMember.WORLD)

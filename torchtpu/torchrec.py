@@ -8,17 +8,23 @@ Nothing here imports TorchRec or fbgemm_gpu: ``install()`` (called when torchtpu
   embedding kernels), get a kernel for tpu tensors (the ``AutogradPrivateUse1`` and
   ``PrivateUse1`` keys): an autograd function whose forward is ``torchtpu_tbe::forward`` and
   whose backward is ``torchtpu_tbe::backward``, the fused optimizer updating the weights and its
-  state in place, as fbgemm's backward does (csrc/aten/EmbeddingBags.cpp). fbgemm's own kernel
+  state in place, as fbgemm's backward does (csrc/aten/EmbeddingBags.cpp); and its dense lookup
+  (``dense_embedding_codegen_lookup_function``, TorchRec's data-parallel tables), whose backward
+  gives the weights' gradient instead. fbgemm's own kernel
   for those ops refuses any device but the CPU, CUDA and MTIA.
 - ``SplitTableBatchedEmbeddingBagsCodegen`` on a tpu device keeps its tables in device memory
   (fbgemm's ``EmbeddingLocation.DEVICE``, as on CUDA), whatever location it was given: TorchRec
   asks for host placement (``HOST``, fbgemm's CPU mode, which has no Adam) on any device but CUDA.
+  The dense ``DenseTableBatchedEmbeddingBagsCodegen`` TorchRec builds for data-parallel tables
+  (in fbgemm's CPU mode on any device but CUDA and MTIA) is moved to the tpu device.
 - **TorchRec**: ``DistributedModelParallel(module, device=torch.device("tpu", ...))`` plans for
-  an accelerator with HBM (TorchRec's planner knows "cuda", "mtia" and "cpu"; "cuda" gives the
-  HBM budget and the row-wise shardings), and every shard the plan places on "cuda:N" is placed
-  on "tpu:N".
+  an accelerator with HBM (``topology()``: TorchRec's planner knows "cuda", "mtia" and "cpu";
+  "cuda" gives the HBM budget, here the simulated chip's, and the row-wise shardings), and every
+  shard the plan places on "cuda:N" is placed on "tpu:N".
 """
 from __future__ import annotations
+
+import threading
 
 import torch
 
@@ -102,6 +108,55 @@ class _Lookup(torch.autograd.Function):
         return None, grad_weights, None
 
 
+class _DenseLookup(torch.autograd.Function):
+    """fbgemm's dense TBE (DenseTableBatchedEmbeddingBagsCodegen, TorchRec's data-parallel
+    tables): the weights are an ordinary parameter whose gradient (the summed row gradients in a
+    zeroed buffer of the weights' shape) an optimizer outside applies."""
+
+    @staticmethod
+    def forward(ctx, weights, indice_weights, call):
+        ctx.call = call
+        ctx.save_for_backward(weights, indice_weights)
+        return torch.ops.torchtpu_tbe.forward(
+            weights, call["weights_offsets"], call["D_offsets"], call["total_D"],
+            call["max_D"], call["indices"], call["offsets"], call["pooling_mode"],
+            indice_weights, call["output_dtype"])
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        c = ctx.call
+        weights, indice_weights = ctx.saved_tensors
+        grad_iw = None
+        if ctx.needs_input_grad[1]:
+            grad_iw = torch.ops.torchtpu_tbe.indice_weights_grad(
+                grad_output, weights, c["weights_offsets"], c["D_offsets"], c["indices"],
+                c["offsets"], c["feature_requires_grad"])
+        grad_w = None
+        if ctx.needs_input_grad[0]:
+            grad_w = torch.zeros(weights.shape, dtype=torch.float32, device=weights.device)
+            torch.ops.torchtpu_tbe.backward(
+                grad_output, grad_w, c["weights_offsets"], c["D_offsets"], c["indices"],
+                c["offsets"], c["pooling_mode"], indice_weights, "gradient", [], [], None,
+                [0.0] * 5, 0)
+            grad_w = grad_w.to(weights.dtype)
+        return grad_w, grad_iw, None
+
+
+def _dense_lookup(dev_weights, weights_offsets, D_offsets, total_D, max_D, hash_size_cumsum,
+                  total_hash_size_bits, indices, offsets, pooling_mode, indice_weights,
+                  feature_requires_grad, output_dtype=0, B_offsets=None, *args, **kwargs):
+    if B_offsets is not None:
+        raise NotImplementedError("fbgemm TBE on tpu: variable batch sizes per feature (VBE) "
+                                  "are not supported")
+    dtype = _OUTPUT_DTYPES.get(output_dtype)
+    if dtype is None:
+        raise NotImplementedError(f"fbgemm TBE on tpu: output_dtype {output_dtype}")
+    call = dict(weights_offsets=weights_offsets, D_offsets=D_offsets, total_D=int(total_D),
+                max_D=int(max_D), indices=indices, offsets=offsets, pooling_mode=pooling_mode,
+                output_dtype=dtype, feature_requires_grad=feature_requires_grad)
+    return _DenseLookup.apply(dev_weights, indice_weights, call)
+
+
 def _lookup_kernel(optimizer, names):
     def lookup(*args, **kwargs):
         kw = dict(zip(names, args))
@@ -148,6 +203,8 @@ def _register_lookups(_module) -> None:
     library.impl("bounds_check_indices", _bounds_check_indices, "PrivateUse1")
     library.impl("get_infos_metadata", _infos_metadata, "PrivateUse1")
     _fbgemm_sparse.register(library)  # (the input distribution's sparse-feature ops)
+    library.impl("dense_embedding_codegen_lookup_function", _dense_lookup, "AutogradPrivateUse1")
+    library.impl("dense_embedding_codegen_lookup_function", _dense_lookup, "PrivateUse1")
     for optimizer in _OPTIMIZERS:
         name = f"split_embedding_codegen_lookup_{optimizer}_function_pt2"
         names = [a.name for a in getattr(torch.ops.fbgemm, name).default._schema.arguments]
@@ -176,6 +233,53 @@ def _patch_tbe(module) -> None:
 
     __init__._torchtpu = True
     cls.__init__ = __init__
+
+
+_dense_device = threading.local()  # the device TorchRec builds a dense TBE for (_patch_sharded)
+
+
+def _patch_dense_tbe(module) -> None:
+    """DenseTableBatchedEmbeddingBagsCodegen (no device argument: fbgemm's CPU mode or the current
+    CUDA / MTIA device) built by TorchRec for a tpu device: moved there once built, before
+    TorchRec takes views of its weights."""
+    cls = module.DenseTableBatchedEmbeddingBagsCodegen
+    if getattr(cls.__init__, "_torchtpu", False):
+        return
+    original = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        device = getattr(_dense_device, "device", None)
+        if device is not None:
+            self.to(device)
+
+    __init__._torchtpu = True
+    cls.__init__ = __init__
+
+
+def _patch_sharded(module) -> None:
+    """TorchRec's data-parallel kernels (BatchedDenseEmbeddingBag, BatchedDenseEmbedding) build
+    fbgemm's dense TBE in its CPU mode on any device but CUDA and MTIA: on tpu it is moved to the
+    kernel's device (_patch_dense_tbe)."""
+    for name in ("BatchedDenseEmbeddingBag", "BatchedDenseEmbedding"):
+        cls = getattr(module, name, None)
+        if cls is None or getattr(cls.__init__, "_torchtpu", False):
+            continue
+
+        def wrap(original):
+            def __init__(self, config, pg=None, device=None, *args, **kwargs):
+                previous = getattr(_dense_device, "device", None)
+                on_tpu = device is not None and torch.device(device).type == "tpu"
+                _dense_device.device = torch.device(device) if on_tpu else None
+                try:
+                    original(self, config, pg, device, *args, **kwargs)
+                finally:
+                    _dense_device.device = previous
+
+            __init__._torchtpu = True
+            return __init__
+
+        cls.__init__ = wrap(cls.__init__)
 
 
 def place_plan_on_tpu(plan):
@@ -209,17 +313,29 @@ def _patch_dmp(module) -> None:
     cls.__init__ = __init__
 
 
+def topology(world_size: int, **kwargs):
+    """TorchRec's planner Topology for ``world_size`` simulated chips: an accelerator with HBM
+    ("cuda" to TorchRec's planner, the only such device type it knows besides MTIA), each with the
+    simulated chip's HBM (``torch.tpu.get_device_properties().total_memory``). Keyword arguments
+    go to ``Topology`` (and override these)."""
+    from torchrec.distributed.planner import Topology
+
+    kwargs.setdefault("compute_device", "cuda")
+    kwargs.setdefault("hbm_cap", torch.tpu.get_device_properties(
+        torch.tpu.current_device()).total_memory)
+    return Topology(world_size=world_size, **kwargs)
+
+
 def _plan_for_tpu(module_, env, sharders):
-    """TorchRec's default plan for an accelerator with HBM ("cuda" to its planner)."""
+    """TorchRec's default plan, for the simulated chips."""
     import torch.distributed as dist
     from torchrec.distributed.comm import get_local_size
-    from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+    from torchrec.distributed.planner import EmbeddingShardingPlanner
     from torchrec.distributed.sharding_plan import get_default_sharders
 
     world_size = env.world_size if env is not None else dist.get_world_size()
-    planner = EmbeddingShardingPlanner(topology=Topology(
-        local_world_size=get_local_size(world_size), world_size=world_size,
-        compute_device="cuda"))
+    planner = EmbeddingShardingPlanner(topology=topology(
+        world_size, local_world_size=get_local_size(world_size)))
     group = env.process_group if env is not None else dist.GroupMember.WORLD
     return planner.collective_plan(module_, sharders or get_default_sharders(), group)
 
@@ -247,7 +363,9 @@ def install() -> None:
     # which loads torchtpu)
     after_import("fbgemm_gpu.sparse_ops", _register_lookups)
     after_import("fbgemm_gpu.split_table_batched_embeddings_ops_training", _patch_tbe)
+    after_import("fbgemm_gpu.split_table_batched_embeddings_ops_training", _patch_dense_tbe)
+    after_import("torchrec.distributed.batched_embedding_kernel", _patch_sharded)
     after_import("torchrec.distributed.model_parallel", _patch_dmp)
 
 
-__all__ = ["embedding_costs", "install", "place_plan_on_tpu"]
+__all__ = ["embedding_costs", "install", "place_plan_on_tpu", "topology"]

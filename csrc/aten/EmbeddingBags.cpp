@@ -5,7 +5,7 @@
 //   forward(weights, weights_offsets, D_offsets, total_D, max_D, indices, offsets,
 //           pooling_mode, indice_weights?, output_dtype) -> output
 //   backward(grad_output, weights!, weights_offsets, D_offsets, indices, offsets, pooling_mode,
-//            indice_weights?, optimizer, states!, state_offsets, learning_rate, hyper, iter)
+//            indice_weights?, optimizer, states!, state_offsets, learning_rate?, hyper, iter)
 //   indice_weights_grad(grad_output, weights, weights_offsets, D_offsets, indices, offsets,
 //                       feature_requires_grad?) -> grad of the per-sample weights
 //   bounds_check(rows_per_table, indices!, offsets!, bounds_check_mode, warning!)
@@ -17,7 +17,9 @@
 // 1 mean; 2 none: one (max_D) row per index). The backward is fbgemm's "exact" one with its
 // fused optimizer: the gradients of every row looked up are summed first (a row looked up twice
 // is updated once), then the optimizer updates the row and its state in place: sgd, rowwise
-// adagrad, adagrad or adam, with fbgemm's formulas (docs/torchrec.md, "The optimizers").
+// adagrad, adagrad or adam, with fbgemm's formulas (docs/torchrec.md, "The optimizers"); or
+// "gradient": the summed row gradients are added into `weights` (a zeroed gradient buffer: the
+// backward of fbgemm's dense, unfused TBE, whose gradient an optimizer outside applies).
 //
 // Each kernel waits for the device and computes on host aliases of device memory (device memory
 // is host memory), on the calling thread, then charges one launch to the cost model: the rows it
@@ -248,7 +250,9 @@ struct Update {
 template <typename scalar_t>
 void update_row(const Update& u, scalar_t* w, const float* g, int64_t D, int64_t t,
                 int64_t index) {
-  if (u.optimizer == "sgd") {
+  if (u.optimizer == "gradient") {
+    for (int64_t d = 0; d < D; ++d) w[d] = static_cast<float>(w[d]) + g[d];
+  } else if (u.optimizer == "sgd") {
     for (int64_t d = 0; d < D; ++d) w[d] = static_cast<float>(w[d]) - u.lr * g[d];
   } else if (u.optimizer == "rowwise_adagrad") {
     float sum_square = 0;
@@ -289,7 +293,7 @@ void update_row(const Update& u, scalar_t* w, const float* g, int64_t D, int64_t
 
 // VPU operations per element of a row update, and the state bytes moved per row, by optimizer.
 std::pair<double, double> update_cost(const std::string& optimizer, int64_t D) {
-  if (optimizer == "sgd") return {2, 0};
+  if (optimizer == "sgd" || optimizer == "gradient") return {2, 0};
   if (optimizer == "rowwise_adagrad") return {6, 2 * row_bytes(1, 4)};
   if (optimizer == "adagrad") return {6, 2 * row_bytes(D, 4)};
   return {14, 4 * row_bytes(D, 4)};  // adam: two states, each read and written
@@ -297,19 +301,26 @@ std::pair<double, double> update_cost(const std::string& optimizer, int64_t D) {
 
 
 Update read_update(const std::string& optimizer, const at::TensorList& states,
-                   const at::TensorList& state_offsets, const at::Tensor& learning_rate,
+                   const at::TensorList& state_offsets,
+                   const std::optional<at::Tensor>& learning_rate,
                    at::ArrayRef<double> hyper, int64_t iter) {
-  static const std::vector<std::string> known{"sgd", "rowwise_adagrad", "adagrad", "adam"};
+  static const std::vector<std::string> known{"gradient", "sgd", "rowwise_adagrad", "adagrad",
+                                              "adam"};
   TORCH_CHECK(std::find(known.begin(), known.end(), optimizer) != known.end(), kBackward,
-              ": optimizer '", optimizer, "' (tpu has sgd, rowwise_adagrad, adagrad and adam)");
-  const size_t needed = optimizer == "sgd" ? 0 : optimizer == "adam" ? 2 : 1;
+              ": optimizer '", optimizer, "' (tpu has sgd, rowwise_adagrad, adagrad, adam and "
+              "gradient)");
+  const size_t needed = optimizer == "sgd" || optimizer == "gradient" ? 0
+                        : optimizer == "adam"                         ? 2
+                                                                      : 1;
   TORCH_CHECK(states.size() == needed && state_offsets.size() == needed, kBackward, ": ",
               optimizer, " keeps ", needed, " state tensors, got ", states.size());
   TORCH_CHECK(hyper.size() == 5, kBackward, ": hyper is (eps, weight_decay, weight_decay_mode, "
               "beta1, beta2)");
   Update u;
   u.optimizer = optimizer;
-  u.lr = host_of(learning_rate).to(at::kFloat).item<float>();
+  TORCH_CHECK(optimizer == "gradient" || (learning_rate.has_value() && learning_rate->defined()),
+              kBackward, ": ", optimizer, " takes a learning rate tensor");
+  if (optimizer != "gradient") u.lr = host_of(*learning_rate).to(at::kFloat).item<float>();
   u.eps = static_cast<float>(hyper[0]);
   u.weight_decay = static_cast<float>(hyper[1]);
   u.weight_decay_mode = static_cast<int64_t>(hyper[2]);
@@ -332,7 +343,8 @@ void tbe_backward(const at::Tensor& grad_output, const at::Tensor& weights,
                   const at::Tensor& indices, const at::Tensor& offsets, int64_t pooling,
                   const std::optional<at::Tensor>& indice_weights, c10::string_view optimizer,
                   at::TensorList states, at::TensorList state_offsets,
-                  const at::Tensor& learning_rate, at::ArrayRef<double> hyper, int64_t iter) {
+                  const std::optional<at::Tensor>& learning_rate, at::ArrayRef<double> hyper,
+                  int64_t iter) {
   const at::Tensor pw_dev = indice_weights.value_or(at::Tensor());
   check_tbe_devices(kBackward, {&grad_output, &weights, &weights_offsets, &D_offsets, &indices,
                                 &offsets, &pw_dev});
@@ -509,7 +521,8 @@ at::Tensor tbe_forward_meta(const at::Tensor& weights, const at::Tensor&,
 void tbe_backward_meta(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
                        const at::Tensor&, const at::Tensor&, int64_t,
                        const std::optional<at::Tensor>&, c10::string_view, at::TensorList,
-                       at::TensorList, const at::Tensor&, at::ArrayRef<double>, int64_t) {}
+                       at::TensorList, const std::optional<at::Tensor>&, at::ArrayRef<double>,
+                       int64_t) {}
 
 at::Tensor tbe_indice_weights_grad_meta(const at::Tensor&, const at::Tensor& weights,
                                         const at::Tensor&, const at::Tensor&,
@@ -527,7 +540,7 @@ TORCH_LIBRARY(torchtpu_tbe, m) {
   m.def("backward(Tensor grad_output, Tensor(a!) weights, Tensor weights_offsets, "
         "Tensor D_offsets, Tensor indices, Tensor offsets, int pooling_mode, "
         "Tensor? indice_weights, str optimizer, Tensor(b!)[] states, Tensor[] state_offsets, "
-        "Tensor learning_rate, float[] hyper, int iter) -> ()");
+        "Tensor? learning_rate, float[] hyper, int iter) -> ()");
   m.def("indice_weights_grad(Tensor grad_output, Tensor weights, Tensor weights_offsets, "
         "Tensor D_offsets, Tensor indices, Tensor offsets, Tensor? feature_requires_grad) "
         "-> Tensor");

@@ -22,9 +22,11 @@ ROWS, DIM = 40, 8
 DENSE_IN = 6
 BATCH = 8         # per rank
 # The sharding of each table: tw table-wise and column-wise (what the CPU also shards),
-# rw two tables row-wise (TorchRec offers row-wise sharding on accelerators only).
+# rw two tables row-wise (TorchRec offers row-wise sharding on accelerators only), dp two tables
+# data-parallel (replicated on every rank, fbgemm's dense kernel, their gradients all-reduced).
 SHARDINGS = {"tw": ["table_wise", "table_wise", "column_wise", "table_wise"],
-             "rw": ["row_wise", "table_wise", "row_wise", "column_wise"]}
+             "rw": ["row_wise", "table_wise", "row_wise", "column_wise"],
+             "dp": ["data_parallel", "table_wise", "data_parallel", "column_wise"]}
 
 
 def batch(rank, step, weighted, device):
@@ -66,8 +68,11 @@ def build(args, device, world):
                  "adam": torch.optim.Adam}[args.optimizer]
     hyper = {"lr": 0.05} if args.optimizer != "adam" else {"lr": 0.01, "eps": 1e-8}
     apply_optimizer_in_backward(optimizer, model.sparse_arch.parameters(), hyper)
-    constraints = {f"t{t}": ParameterConstraints(sharding_types=[kind], compute_kernels=["fused"])
-                   for t, kind in enumerate(SHARDINGS[args.sharding])}
+    if args.sharding == "auto":  # (DistributedModelParallel plans: on tpu, torchtpu's planning)
+        return DistributedModelParallel(model, device=device)
+    constraints = {f"t{t}": ParameterConstraints(
+        sharding_types=[kind], compute_kernels=["dense" if kind == "data_parallel" else "fused"])
+        for t, kind in enumerate(SHARDINGS[args.sharding])}
     # (TorchRec's planner calls an accelerator with HBM "cuda"; torchtpu places its shards on tpu)
     topology = Topology(world_size=world, compute_device="cpu" if device.type == "cpu" else "cuda")
     plan = EmbeddingShardingPlanner(topology=topology, constraints=constraints).collective_plan(
@@ -81,25 +86,31 @@ def _rowwise_adagrad():
     return RowWiseAdagrad
 
 
+def _tables_of(model):
+    """(table, [(row, col), tensor] of each shard this rank holds): sharded tables' local shards,
+    a data-parallel table's whole replica."""
+    for name, value in model.state_dict().items():
+        if not name.endswith(".weight") or not name.split(".")[-2].startswith("t"):
+            continue
+        table = name.split(".")[-2]
+        if hasattr(value, "local_shards"):
+            yield table, [(shard.metadata.shard_offsets, shard.tensor)
+                          for shard in value.local_shards()]
+        elif "embedding_bags" in name:
+            yield table, [((0, 0), value)]
+
+
 def load_tables(model, tables):
     """Sets every shard of every table from the full tables."""
-    for name, value in model.state_dict().items():
-        table = name.split(".")[-2] if name.endswith(".weight") else None
-        if table not in tables or not hasattr(value, "local_shards"):
-            continue
-        for shard in value.local_shards():
-            (r, c), (h, w) = shard.metadata.shard_offsets, shard.metadata.shard_sizes
-            shard.tensor.copy_(tables[table][r:r + h, c:c + w])
+    with torch.no_grad():
+        for table, shards in _tables_of(model):
+            for (r, c), t in shards:
+                t.copy_(tables[table][r:r + t.shape[0], c:c + t.shape[1]])
 
 
 def local_shards(model):
-    out = []
-    for name, value in model.state_dict().items():
-        if name.endswith(".weight") and hasattr(value, "local_shards"):
-            for shard in value.local_shards():
-                out.append((name.split(".")[-2], shard.metadata.shard_offsets,
-                            shard.tensor.detach().cpu().clone()))
-    return out
+    return [(table, offsets, t.detach().cpu().clone())
+            for table, shards in _tables_of(model) for offsets, t in shards]
 
 
 def run(rank, args, world, port, tmp):
@@ -136,6 +147,7 @@ def run(rank, args, world, port, tmp):
         result["fallbacks"] = dict(torchtpu.metrics.fallbacks())
         result["charged"] = torchtpu.torchrec.embedding_costs()
         result["estimate_s"] = torchtpu.metrics.estimate()["device_time_s"]
+        result["plan"] = str(model.plan)
     torch.save(result, os.path.join(tmp, f"rank{rank}.pt"))
     dist.destroy_process_group()
 
@@ -205,7 +217,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--device", choices=["cpu", "tpu", "reference"], required=True)
     p.add_argument("--optimizer", choices=["sgd", "rowwise_adagrad", "adam"], default="sgd")
-    p.add_argument("--sharding", choices=sorted(SHARDINGS), default="tw")
+    p.add_argument("--sharding", choices=sorted(SHARDINGS) + ["auto"], default="tw")
     p.add_argument("--weighted", action="store_true")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
@@ -230,7 +242,7 @@ def main():
     out = {"losses": [r["losses"] for r in ranks],
            "tables": {k: v.tolist() for k, v in tables.items()},
            "dense": {k: v.tolist() for k, v in ranks[0]["dense"].items()}}
-    for key in ("fallbacks", "charged", "estimate_s"):
+    for key in ("fallbacks", "charged", "estimate_s", "plan"):
         if key in ranks[0]:
             out[key] = [r[key] for r in ranks]
     with open(args.out, "w") as f:

@@ -168,6 +168,29 @@ def test_per_sample_weight_gradient():
                 train(make("tpu", opt), "tpu", 2, True, grad_weights=True))
 
 
+def test_dense_tbe_matches_fbgemm_cpu():
+    """fbgemm's dense TBE (TorchRec's data-parallel tables): built in fbgemm's CPU mode and moved
+    to tpu; the output, the weights' gradient and the per-sample weights' gradient."""
+    from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
+        DenseTableBatchedEmbeddingBagsCodegen)
+
+    results = []
+    for device in ("cpu", "tpu"):
+        m = DenseTableBatchedEmbeddingBagsCodegen(TABLES, use_cpu=True).to(device)
+        g = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            m.weights.copy_(torch.randn(m.weights.shape, generator=g))
+        indices, offsets, weights = batch(0, True)
+        weights = weights.to(device).requires_grad_()
+        out = m(indices.to(device), offsets.to(device), per_sample_weights=weights)
+        coef = torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)
+        (out * coef).sum().backward()
+        results.append((out.detach().cpu(), m.weights.grad.cpu(), weights.grad.cpu()))
+    for a, b in zip(*results):
+        torch.testing.assert_close(b, a, atol=ATOL, rtol=0)
+    assert results[0][1].abs().sum() > 0
+
+
 def test_adam_matches_its_formulas():
     """fbgemm's CPU mode has no Adam: tpu's against Adam's update written in PyTorch ops, on the
     rows looked up in the step (fbgemm's Adam leaves the others alone), bias-corrected at the

@@ -9,6 +9,8 @@ embedding lookups are charged to the cost model (torchtpu.torchrec.embedding_cos
 - rowwise Adagrad with per-sample weights, fused eager: equal to the CPU's;
 - row-wise shards (TorchRec offers them on accelerators only) against the CPU's table-wise
   training of the same model: the same math, equal;
+- data-parallel tables (fbgemm's dense TBE) beside sharded ones: equal to the CPU's;
+- without a plan: TorchRec's planner for the simulated chips, no fallback;
 - Adam (fbgemm's CPU mode has none) with per-sample weights and row-wise shards against the
   training written in plain PyTorch on one process (run_dlrm.py's reference, which also equals
   the CPU's DMP for SGD);
@@ -98,6 +100,24 @@ def test_row_wise_shards_equal_the_cpu_table_wise_training(tmp_path):
     tpu = train(tmp_path, "tpu", optimizer="sgd", sharding="rw")
     assert_same(tpu, train(tmp_path, "cpu", optimizer="sgd", sharding="tw"))
     assert_native_and_charged(tpu)
+
+
+def test_data_parallel_tables(tmp_path):
+    """Data-parallel tables (replicated, fbgemm's dense TBE, gradients all-reduced by DDP) beside
+    table-wise and column-wise ones: equal to the CPU's."""
+    tpu = train(tmp_path, "tpu", optimizer="sgd", sharding="dp")
+    assert_same(tpu, train(tmp_path, "cpu", optimizer="sgd", sharding="dp"))
+    assert_native_and_charged(tpu)
+
+
+def test_default_plan(tmp_path):
+    """DistributedModelParallel without a plan: TorchRec's planner for the simulated chips (these
+    small tables: data-parallel), every shard on tpu, no fallback."""
+    tpu = train(tmp_path, "tpu", optimizer="rowwise_adagrad", sharding="auto")
+    assert tpu["fallbacks"] == [{}, {}]
+    assert "tpu:0" in tpu["plan"][0] or "data_parallel" in tpu["plan"][0]
+    assert "cuda" not in tpu["plan"][0]
+    assert all(0 < loss < 10 for losses in tpu["losses"] for loss in losses)
 
 
 def test_adam_row_wise_weighted_against_plain_pytorch(tmp_path):
