@@ -9,6 +9,8 @@ kernels for the CPU and CUDA only, and without these they would run through the 
   (features, batch); feature permute[i] of the result is feature permute[i] of the input, its
   lengths row and its run of values (and weights) moved along: regrouping a KeyedJaggedTensor's
   features by the rank (or table group) they go to.
+- ``invert_permute(p)``: the inverse permutation (result[p[i]] = i), as TorchRec's sequence
+  embeddings restore their order.
 - ``block_bucketize_sparse_features(...)``: row-wise sharding's split of each bag by the rank
   owning its rows: index i of feature t goes to bucket i // block_sizes[t] as i % block_sizes[t]
   (an index past block_sizes[t] * buckets to bucket i % buckets as i // buckets); the result's
@@ -106,8 +108,15 @@ def block_bucketize_sparse_features(lengths, indices, bucketize_pos, sequence, b
     return new_lengths, new_indices, new_weights, new_pos, unbucketize_permute
 
 
+def invert_permute(permute: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(permute)
+    out.scatter_(0, permute.long(), torch.arange(permute.numel(), dtype=permute.dtype,
+                                                   device=permute.device))
+    return out
+
+
 def register(library) -> None:
     """Registers the tpu kernels on `library` (a torch.library.Library("fbgemm", "IMPL"))."""
     for fn in (asynchronous_complete_cumsum, permute_2D_sparse_data,
-               block_bucketize_sparse_features):
+               block_bucketize_sparse_features, invert_permute):
         library.impl(fn.__name__, fn, "PrivateUse1")

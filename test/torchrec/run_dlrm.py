@@ -80,6 +80,37 @@ def build(args, device, world):
     return DistributedModelParallel(model, device=device, plan=plan)
 
 
+def build_sequence(args, device, world):
+    """An EmbeddingCollection (sequence embeddings: one row per index, fbgemm's pooling "none")
+    of the same tables, sharded as `args.sharding` says (data-parallel excepted)."""
+    from torchrec import EmbeddingCollection, EmbeddingConfig
+    from torchrec.distributed.embedding import EmbeddingCollectionSharder
+    from torchrec.distributed.model_parallel import DistributedModelParallel
+    from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+    from torchrec.distributed.planner.types import ParameterConstraints
+    from torchrec.optim.apply_optimizer_in_backward import apply_optimizer_in_backward
+
+    tables = [EmbeddingConfig(name=f"t{t}", embedding_dim=DIM, num_embeddings=ROWS,
+                              feature_names=[f"f{t}"]) for t in range(TABLES)]
+    model = EmbeddingCollection(tables=tables, device=torch.device("meta"))
+    apply_optimizer_in_backward({"sgd": torch.optim.SGD, "rowwise_adagrad": _rowwise_adagrad(),
+                                 "adam": torch.optim.Adam}[args.optimizer], model.parameters(),
+                                {"lr": 0.05})
+    constraints = {f"t{t}": ParameterConstraints(sharding_types=[kind], compute_kernels=["fused"])
+                   for t, kind in enumerate(SHARDINGS[args.sharding])}
+    topology = Topology(world_size=world, compute_device="cpu" if device.type == "cpu" else "cuda")
+    sharders = [EmbeddingCollectionSharder()]
+    plan = EmbeddingShardingPlanner(topology=topology, constraints=constraints).collective_plan(
+        model, sharders, dist.GroupMember.WORLD)
+    return DistributedModelParallel(model, device=device, plan=plan, sharders=sharders)
+
+
+def sequence_loss(out):
+    """A loss over every looked-up row of every feature (each feature pulled to its own target)."""
+    return sum(((out[f"f{t}"].values() - 0.1 * (t + 1)) ** 2).sum()
+               for t in range(TABLES)) / BATCH
+
+
 def _rowwise_adagrad():
     from torchrec.optim import RowWiseAdagrad
 
@@ -125,24 +156,30 @@ def run(rank, args, world, port, tmp):
         device = torch.device("cpu")
     dist.init_process_group("tpu_dist" if args.device == "tpu" else "gloo", rank=rank,
                             world_size=world)
-    model = build(args, device, world)
+    sequence = args.model == "sequence"
+    model = (build_sequence if sequence else build)(args, device, world)
     load_tables(model, initial_tables())
     dense_params = [p for n, p in model.named_parameters() if "sparse_arch" not in n]
-    dense_opt = torch.optim.SGD(dense_params, lr=0.05)
+    dense_opt = torch.optim.SGD(dense_params, lr=0.05) if not sequence else None
     loss_fn = torch.nn.BCEWithLogitsLoss()
     torchtpu.metrics.reset()
     losses = []
     for step in range(args.steps):
         dense, kjt, labels = batch(rank, step, args.weighted, device)
-        loss = loss_fn(model(dense, kjt).squeeze(-1), labels)
-        dense_opt.zero_grad()
+        if sequence:
+            loss = sequence_loss(model(kjt))
+        else:
+            loss = loss_fn(model(dense, kjt).squeeze(-1), labels)
+            dense_opt.zero_grad()
         loss.backward()
-        dense_opt.step()
+        if not sequence:
+            dense_opt.step()
         losses.append(loss.item())
     result = {"losses": losses, "shards": local_shards(model)}
     if rank == 0:
-        result["dense"] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()
-                           if "sparse_arch" not in n}
+        result["dense"] = {} if sequence else {
+            n: p.detach().cpu().clone() for n, p in model.named_parameters()
+            if "sparse_arch" not in n}
     if args.device == "tpu":
         result["fallbacks"] = dict(torchtpu.metrics.fallbacks())
         result["charged"] = torchtpu.torchrec.embedding_costs()
@@ -219,6 +256,7 @@ def main():
     p.add_argument("--optimizer", choices=["sgd", "rowwise_adagrad", "adam"], default="sgd")
     p.add_argument("--sharding", choices=sorted(SHARDINGS) + ["auto"], default="tw")
     p.add_argument("--weighted", action="store_true")
+    p.add_argument("--model", choices=["dlrm", "sequence"], default="dlrm")
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--out", required=True)
     args = p.parse_args()

@@ -11,6 +11,8 @@ embedding lookups are charged to the cost model (torchtpu.torchrec.embedding_cos
   training of the same model: the same math, equal;
 - data-parallel tables (fbgemm's dense TBE) beside sharded ones: equal to the CPU's;
 - without a plan: TorchRec's planner for the simulated chips, no fallback;
+- an EmbeddingCollection (sequence embeddings) with rowwise Adagrad, row-wise on tpu against
+  table-wise on the CPU: equal;
 - Adam (fbgemm's CPU mode has none) with per-sample weights and row-wise shards against the
   training written in plain PyTorch on one process (run_dlrm.py's reference, which also equals
   the CPU's DMP for SGD);
@@ -118,6 +120,16 @@ def test_default_plan(tmp_path):
     assert "tpu:0" in tpu["plan"][0] or "data_parallel" in tpu["plan"][0]
     assert "cuda" not in tpu["plan"][0]
     assert all(0 < loss < 10 for losses in tpu["losses"] for loss in losses)
+
+
+def test_sequence_embeddings(tmp_path):
+    """An EmbeddingCollection (one row per index: fbgemm's pooling "none", the input
+    distribution's invert_permute) with rowwise Adagrad, row-wise shards on tpu against the CPU's
+    table-wise ones: every step's loss and the tables equal."""
+    tpu = train(tmp_path, "tpu", model="sequence", optimizer="rowwise_adagrad", sharding="rw")
+    cpu = train(tmp_path, "cpu", model="sequence", optimizer="rowwise_adagrad", sharding="tw")
+    assert_same(tpu, cpu)
+    assert_native_and_charged(tpu)
 
 
 def test_adam_row_wise_weighted_against_plain_pytorch(tmp_path):
