@@ -86,6 +86,13 @@ def compare(samples: dict) -> dict:
     return summary
 
 
+def commit_of(directory: str) -> str | None:
+    """The commit the other build was made from, when its directory is a git checkout."""
+    proc = subprocess.run(["git", "-C", directory, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="directory holding the other build's torchtpu package")
@@ -110,7 +117,9 @@ def main() -> None:
     for figure, row in summary.items():
         print(f"  {figure:26s} before {row['before']:8.3f}  after {row['after']:8.3f}  "
               f"after/before {row['after_over_before']:.3f}")
-    common.write_json("host_speed_ab", {"before": args.before, "rounds": args.rounds,
+    common.write_json("host_speed_ab", {"before": args.before,
+                                        "before_commit": commit_of(args.before),
+                                        "rounds": args.rounds,
                                         "summary": summary, "samples": samples})
 
 

@@ -293,6 +293,15 @@ def host_speed(p: dict) -> str:
     return "\n".join(out)
 
 
+def host_speed_ab(p: dict) -> str:
+    rows = [[label(k), f"{v['before']:.3f}", f"{v['after']:.3f}", x(v["after_over_before"], 3),
+             "higher" if v["higher_is_better"] else "lower"] for k, v in p["summary"].items()]
+    return "\n".join([
+        f"Medians of {p['rounds']} processes per build, alternating; before: the build of "
+        f"commit {p.get('before_commit') or '(unknown)'}:", "",
+        table(["figure", "before", "after", "after / before", "better when"], rows)])
+
+
 def zoo_time(p: dict) -> str:
     b, a, q = p["totals_s"]["before"], p["totals_s"]["after"], p["after_over_before"]
     rows = [[label(k), f"{b[k]:.1f} s", f"{a[k]:.1f} s", x(q[k])] for k in b]
@@ -485,6 +494,11 @@ SECTIONS = [
             "side in fresh processes and each column alone as a cross-check; fused eager's ceiling "
             "(docs/host-speed.md).", ["host_speed"], host_speed, plots=["host_speed"],
             smoke=["host_speed_quick"]),
+    Section("host_speed_ab", ["python benchmarks/host_speed_ab.py --before DIR"],
+            "Host speed of this build against another (DIR: a torchtpu package directory), fresh "
+            "processes alternating: 64x64 `x + y` over the CPU's per op in strict and fused eager, a "
+            "cached fused region's host time per op, and training steps/s over the CPU's "
+            "(docs/host-speed.md).", ["host_speed_ab"], host_speed_ab),
     Section("zoo_time", ["python benchmarks/zoo_time.py --before DIR"],
             "Wall time of a sample of transformers zoo items (strict and fused) with this build and "
             "with another one (DIR: a torchtpu package directory), alternating, each item in its own "
