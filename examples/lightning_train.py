@@ -37,13 +37,18 @@ CLASSES, WIDTH, HIDDEN, SAMPLES = 8, 32, 256, 4096
 LOSS_WINDOW = 5  # steps averaged for the start and end loss
 
 
+def make_net() -> torch.nn.Module:
+    """The classifier's layers (also examples/lightning_fabric_train.py's model)."""
+    return torch.nn.Sequential(
+        torch.nn.Linear(WIDTH, HIDDEN), torch.nn.LayerNorm(HIDDEN), torch.nn.GELU(),
+        torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.GELU(), torch.nn.Linear(HIDDEN, CLASSES))
+
+
 class Classifier(L.LightningModule):
     def __init__(self, lr: float):
         super().__init__()
         self.lr = lr
-        self.net = torch.nn.Sequential(
-            torch.nn.Linear(WIDTH, HIDDEN), torch.nn.LayerNorm(HIDDEN), torch.nn.GELU(),
-            torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.GELU(), torch.nn.Linear(HIDDEN, CLASSES))
+        self.net = make_net()
         self.losses: list[float] = []
 
     def training_step(self, batch, batch_idx):
@@ -84,8 +89,8 @@ def data(batch: int) -> torch.utils.data.DataLoader:
                                        shuffle=True, generator=g)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(description: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--devices", type=int, default=1, help="simulated chips (one process each)")
     p.add_argument("--strategy", default="auto", help='"auto", "ddp", ... (Lightning\'s)')
     p.add_argument("--precision", default="bf16-mixed",
@@ -94,8 +99,46 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=64, help="per device")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--json", help="write the report here")
-    args = p.parse_args()
+    return p.parse_args()
 
+
+def report(title: str, args, losses: list[float], seconds: float, metrics: dict,
+           world_size: int, strategy: str) -> bool:
+    """Rank 0's report of a training (printed, and written to --json); whether the loss went
+    down. `metrics`: torchtpu's estimate, counters and fallbacks of the training."""
+    est = metrics["estimate"]
+    n = min(LOSS_WINDOW, len(losses))
+    first, last = sum(losses[:n]) / n, sum(losses[-n:]) / n
+    collectives = {k.split(".", 1)[1]: v for k, v in metrics["counters"].items()
+                   if k.startswith("collectives.") and not k.endswith("_bytes")}
+    print(f"\n{title} {L.__version__} on torchtpu: {world_size} x "
+          f"{torch.tpu.get_device_name(torch.tpu.current_device())}, {strategy}, "
+          f"precision {args.precision}, {torchtpu.get_eager_mode()} eager")
+    print(f"  steps:               {len(losses)} of {args.batch} x {world_size} samples")
+    print(f"  loss:                {first:.4f} -> {last:.4f} (mean of the first and last {n})")
+    print(f"  host time:           {seconds:.2f} s ({seconds / args.steps * 1e3:.1f} ms per step, "
+          f"measured on this machine)")
+    band = est.get("error_band")
+    band = band.get("label", "") if isinstance(band, dict) else band or ""
+    print(f"  estimated TPU time:  {est['parallel_time_s'] * 1e3:.3f} ms on {est['chip']}, "
+          f"{est['parallel_time_s'] / args.steps * 1e6:.1f} us per step, {est['launches']:,} "
+          f"launches (rank 0's chip; cost model, not measured {band})")
+    if collectives:
+        print(f"  collectives:         {collectives}, ICI {est['ici_time_s'] * 1e3:.3f} ms")
+    print(f"  CPU fallbacks:       {sum(metrics['fallbacks'].values())}")
+    ok = last < first
+    print("OK: the loss decreased" if ok else "FAIL: the loss did not decrease")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"steps": len(losses), "losses": losses, "host_s": seconds,
+                       "world_size": world_size, "precision": args.precision,
+                       "strategy": strategy, "estimate": est, "collectives": collectives,
+                       "fallbacks": metrics["fallbacks"], "ok": ok}, f, indent=2, default=str)
+    return ok
+
+
+def main() -> int:
+    args = parse_args(__doc__.splitlines()[0])
     L.seed_everything(0, verbose=False)
     timing = Timing()
     model = Classifier(args.lr)
@@ -106,37 +149,10 @@ def main() -> int:
     trainer.fit(model, data(args.batch))
     if not trainer.is_global_zero:
         return 0
-
-    n = min(LOSS_WINDOW, len(model.losses))
-    first, last = sum(model.losses[:n]) / n, sum(model.losses[-n:]) / n
-    est = timing.estimate
-    collectives = {k.split(".", 1)[1]: v for k, v in timing.counters.items()
-                   if k.startswith("collectives.") and not k.endswith("_bytes")}
-    chip = torch.tpu.current_device()
-    print(f"\nLightning {L.__version__} on torchtpu: {trainer.world_size} x "
-          f"{torch.tpu.get_device_name(chip)}, {type(trainer.strategy).__name__}, "
-          f"precision {args.precision}, {torchtpu.get_eager_mode()} eager")
-    print(f"  steps:               {len(model.losses)} of {args.batch} x {trainer.world_size} "
-          f"samples")
-    print(f"  loss:                {first:.4f} -> {last:.4f} (mean of the first and last {n})")
-    print(f"  host time:           {timing.seconds:.2f} s ({timing.seconds / args.steps * 1e3:.1f} "
-          f"ms per step, measured on this machine)")
-    band = est.get("error_band")
-    band = band.get("label", "") if isinstance(band, dict) else band or ""
-    print(f"  estimated TPU time:  {est['parallel_time_s'] * 1e3:.3f} ms on {est['chip']}, "
-          f"{est['parallel_time_s'] / args.steps * 1e6:.1f} us per step, {est['launches']:,} "
-          f"launches (rank 0's chip; cost model, not measured {band})")
-    if collectives:
-        print(f"  collectives:         {collectives}, ICI {est['ici_time_s'] * 1e3:.3f} ms")
-    print(f"  CPU fallbacks:       {sum(timing.fallbacks.values())}")
-    ok = last < first
-    print("OK: the loss decreased" if ok else "FAIL: the loss did not decrease")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"steps": len(model.losses), "losses": model.losses, "host_s": timing.seconds,
-                       "world_size": trainer.world_size, "precision": args.precision,
-                       "estimate": est, "collectives": collectives,
-                       "fallbacks": timing.fallbacks, "ok": ok}, f, indent=2, default=str)
+    metrics = {"estimate": timing.estimate, "counters": timing.counters,
+               "fallbacks": timing.fallbacks}
+    ok = report("Lightning", args, model.losses, timing.seconds, metrics, trainer.world_size,
+                type(trainer.strategy).__name__)
     return 0 if ok else 1
 
 

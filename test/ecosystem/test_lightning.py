@@ -208,10 +208,10 @@ def test_bad_devices_are_refused():
             _parse_devices(bad)
 
 
-def test_example_reports_the_run(tmp_path):
+@pytest.mark.parametrize("example", ["lightning_train.py", "lightning_fabric_train.py"])
+def test_example_reports_the_run(tmp_path, example):
     out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples",
-                                                     "lightning_train.py"),
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples", example),
                         "--steps", "12", "--json", str(out)],
                        env=dict(os.environ, TORCHTPU_FALLBACK="error"), capture_output=True,
                        text=True, timeout=600, cwd=str(tmp_path))
@@ -219,8 +219,8 @@ def test_example_reports_the_run(tmp_path):
     assert "estimated TPU time" in r.stdout and "OK: the loss decreased" in r.stdout
     report = json.loads(out.read_text())
     assert report["steps"] == 12 and report["precision"] == "bf16-mixed"
+    assert report["strategy"] == "SingleDeviceStrategy" and report["fallbacks"] == {}
     assert report["estimate"]["launches"] > 0 and report["estimate"]["parallel_time_s"] > 0
-    assert report["fallbacks"] == {}
 
 
 # Lightning Fabric: the same model, data and steps through Fabric's own loop (run_lightning.py
@@ -319,18 +319,3 @@ def test_fabric_registration_is_lazy_and_acts_for_tpu_only():
     assert out["fp16"] == ["tpu", "GradScaler", "tpu:0"]
     assert out["cpu"] == "cpu"  # the wrappers leave other accelerators alone
     assert out["auto"] == ["CPUAccelerator", "cpu"]
-
-
-def test_fabric_example_reports_the_run(tmp_path):
-    out = tmp_path / "report.json"
-    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "examples",
-                                                     "lightning_fabric_train.py"),
-                        "--steps", "12", "--json", str(out)],
-                       env=dict(os.environ, TORCHTPU_FALLBACK="error"), capture_output=True,
-                       text=True, timeout=600, cwd=str(tmp_path))
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    assert "estimated TPU time" in r.stdout and "OK: the loss decreased" in r.stdout
-    report = json.loads(out.read_text())
-    assert report["steps"] == 12 and report["precision"] == "bf16-mixed"
-    assert report["strategy"] == "SingleDeviceStrategy" and report["fallbacks"] == {}
-    assert report["estimate"]["launches"] > 0 and report["estimate"]["parallel_time_s"] > 0
