@@ -114,7 +114,7 @@ def test_float16_tables(optimizer, atol):
     cpu, tpu = train(make("cpu", optimizer, **kw), "cpu", 3, True), \
         train(make("tpu", optimizer, **kw), "tpu", 3, True)
     for (out_c, _, w_c), (out_t, _, w_t) in zip(cpu, tpu):
-        torch.testing.assert_close(out_t, out_c, atol=max(atol, 1e-3), rtol=1e-3)
+        torch.testing.assert_close(out_t, out_c, atol=max(atol, ATOL), rtol=0)
         for a, b in zip(w_t, w_c):
             assert a.dtype == torch.float16
             torch.testing.assert_close(a, b, atol=atol, rtol=0)
